@@ -1,0 +1,87 @@
+"""Speed benchmark: training tokens/s of each experiment's model and ``punctuate`` words/s.
+
+    .venv/bin/python benchmarks/speed.py [--params params.yaml] [--steps 20] [--model artifacts/transformer/model]
+
+Training speed is measured on random input vectors of the cached dimension (forward + backward + Adam step,
+batch and sequence length from the active profile); punctuation speed runs the ``punctuate`` library path
+(tokenise, embed, windowed greedy decoding, render) of a trained model directory on the Ref test text.
+Prints one line per figure; nothing is asserted (targets live here, not in timed tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+
+from models import build_model
+from punctuation.labels import LABELS
+from punctuation.params import experiment_config, load_params
+
+
+def training_tokens_per_second(model_config: dict, train_config: dict, *, vector_dim: int, steps: int) -> float:
+    torch.manual_seed(0)
+    batch_size, seq_len = int(train_config["batch_size"]), int(train_config["seq_len"])
+    model = build_model(model_config, num_labels=len(LABELS), vector_dim=vector_dim, vocab_size=30000)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    batch = {
+        "vectors": torch.randn(batch_size, seq_len, vector_dim),
+        "ids": torch.randint(2, 30000, (batch_size, seq_len)),
+        "mask": torch.ones(batch_size, seq_len, dtype=torch.bool),
+        "labels": torch.randint(0, len(LABELS), (batch_size, seq_len)),
+        "words": [["word"] * seq_len for _ in range(batch_size)],
+    }
+    model.train()
+    for step in range(steps + 2):
+        if step == 2:  # two warm-up steps
+            started = time.perf_counter()
+        optimizer.zero_grad()
+        model.loss(batch, 0.1).backward()
+        optimizer.step()
+    return steps * batch_size * seq_len / (time.perf_counter() - started)
+
+
+def punctuate_words_per_second(model_dir: Path, text: str) -> tuple[float, float, int]:
+    from punctuation.inference import Punctuator, render_text
+
+    started = time.perf_counter()
+    punctuator = Punctuator(model_dir)
+    load_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    words, labels = punctuator.punctuate(text)
+    render_text(words, labels)
+    return len(words) / (time.perf_counter() - started), load_seconds, len(words)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--vector-dim", type=int, default=50)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the profile's)")
+    parser.add_argument("--model", default="artifacts/transformer/model")
+    parser.add_argument("--text", default="data/prepared/ref.tsv", help="IWSLT file whose words are punctuated")
+    args = parser.parse_args()
+
+    params = load_params(args.params)
+    threads = args.threads or int(params["active"]["train"]["threads"])
+    torch.set_num_threads(threads)
+    print(f"profile {params['profile']}, torch {torch.__version__}, {threads} threads")
+    for name in params["experiments"]:
+        model_config, train_config = experiment_config(params, name)
+        speed = training_tokens_per_second(model_config, train_config, vector_dim=args.vector_dim, steps=args.steps)
+        print(f"train {name}: {speed:,.0f} tokens/s (batch {train_config['batch_size']} x {train_config['seq_len']})")
+    if Path(args.model, "config.json").exists() and Path(args.text).exists():
+        from punctuation.iwslt import read_iwslt
+
+        text = " ".join(read_iwslt(args.text).words)
+        speed, load_seconds, words = punctuate_words_per_second(Path(args.model), text)
+        print(f"punctuate {args.model}: {speed:,.0f} words/s on {words} words (model + vectors load {load_seconds:.1f} s)")
+    else:
+        print(f"punctuate: skipped (needs a trained {args.model} and {args.text}: run `dvc repro` first)")
+
+
+if __name__ == "__main__":
+    main()

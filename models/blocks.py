@@ -1,0 +1,254 @@
+"""Building blocks shared by every model: attention, Transformer layers, input layers and classifier heads.
+
+A model file combines these blocks; it never carries its own copy of one. Shapes use B = batch, T = tokens,
+H = heads, D = model width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+def sinusoidal_positions(length: int, dim: int, *, device: torch.device | None = None) -> torch.Tensor:
+    """The fixed sine/cosine position table of Vaswani et al. (2017), shape (length, dim)."""
+    position = torch.arange(length, dtype=torch.float32, device=device).unsqueeze(1)
+    frequency = torch.exp(
+        torch.arange(0, dim, 2, dtype=torch.float32, device=device) * (-math.log(10000.0) / dim)
+    )
+    table = torch.zeros(length, dim, device=device)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency[: dim // 2])
+    return table
+
+
+class PositionalEncoding(nn.Module):
+    """Adds sinusoidal positions (offset by ``start`` for incremental decoding), then dropout."""
+
+    def __init__(self, dim: int, dropout: float):
+        super().__init__()
+        self.dim = dim
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        table = sinusoidal_positions(start + x.size(1), self.dim, device=x.device)[start:]
+        return self.dropout(x + table.unsqueeze(0))
+
+
+def causal_mask(length: int, *, device: torch.device | None = None) -> torch.Tensor:
+    """Boolean (length, length) mask, True where query i may attend to key j (j <= i)."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head scaled dot-product attention, optionally with *interaction* between heads.
+
+    With ``interaction=True`` (FF2, Wu et al.) the heads' score maps are mixed by a learned H x H matrix
+    before the softmax: ``scores_h + sum_g M[h, g] * scores_g``. The residual form means an all-zero ``M``
+    is exactly standard attention; ``M`` starts near zero (std 0.1 / sqrt(d_head)) so training starts from
+    standard attention.
+
+    ``cache`` supports step-by-step decoding: a dict that accumulates the projected keys/values of the
+    positions seen so far (self-attention), or holds the projected memory once (cross-attention,
+    ``static_kv=True``).
+    """
+
+    def __init__(self, dim: int, heads: int, dropout: float = 0.0, *, interaction: bool = False):
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"model width {dim} is not divisible by {heads} heads")
+        self.dim, self.heads, self.head_dim = dim, heads, dim // heads
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim)
+        self.value = nn.Linear(dim, dim)
+        self.output = nn.Linear(dim, dim)
+        self.dropout = nn.Dropout(dropout)
+        self.head_mixing: nn.Parameter | None = None
+        if interaction:
+            self.head_mixing = nn.Parameter(torch.randn(heads, heads) * (0.1 / math.sqrt(self.head_dim)))
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.heads, self.head_dim).transpose(1, 2)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key_value: torch.Tensor,
+        *,
+        key_mask: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        cache: dict | None = None,
+        static_kv: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attend from ``query`` (B, Tq, D) over ``key_value`` (B, Tk, D).
+
+        ``key_mask`` (B, Tk) is True for real keys; ``attention_mask`` (Tq, Tk) is True where a query may
+        look (e.g. :func:`causal_mask`). Returns the output (B, Tq, D) and the weights (B, H, Tq, Tk).
+        """
+        q = self._split(self.query(query)) / math.sqrt(self.head_dim)
+        if cache is not None and static_kv and "k" in cache:
+            k, v = cache["k"], cache["v"]
+        else:
+            k, v = self._split(self.key(key_value)), self._split(self.value(key_value))
+            if cache is not None and not static_kv and "k" in cache:
+                k = torch.cat([cache["k"], k], dim=2)
+                v = torch.cat([cache["v"], v], dim=2)
+            if cache is not None:
+                cache["k"], cache["v"] = k, v
+        scores = q @ k.transpose(-1, -2)  # (B, H, Tq, Tk)
+        if self.head_mixing is not None:
+            scores = scores + torch.einsum("hg,bgqk->bhqk", self.head_mixing, scores)
+        if key_mask is not None:
+            scores = scores.masked_fill(~key_mask[:, None, None, :], float("-inf"))
+        if attention_mask is not None:
+            scores = scores.masked_fill(~attention_mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        # A query whose keys are all masked (padding) gets NaN from softmax; zero it instead.
+        weights = torch.nan_to_num(weights, nan=0.0)
+        attended = self.dropout(weights) @ v
+        batch, _, length, _ = attended.shape
+        attended = attended.transpose(1, 2).reshape(batch, length, self.dim)
+        return self.output(attended), weights
+
+
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
+
+
+class FeedForward(nn.Module):
+    """Position-wise two-layer network (ReLU as in the Transformer; GELU for BERT-style pretrained layers)."""
+
+    def __init__(self, dim: int, hidden: int, dropout: float, activation: str = "relu"):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(dim, hidden), ACTIVATIONS[activation](), nn.Dropout(dropout),
+                                 nn.Linear(hidden, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class _Sublayer(nn.Module):
+    """Residual connection + dropout + LayerNorm around one sublayer (post-norm, as in the original Transformer)."""
+
+    def __init__(self, dim: int, dropout: float, norm_eps: float = 1e-5):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim, eps=norm_eps)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + self.dropout(update))
+
+
+class TransformerEncoderLayer(nn.Module):
+    """Self-attention + feed-forward; ``causal=True`` makes it a masked (left-to-right) layer.
+
+    The layout (post-norm, names of the sublayers) matches BERT's, so pretrained BERT-style weights load
+    into it (``activation="gelu"``, ``norm_eps=1e-12``).
+    """
+
+    def __init__(self, dim: int, heads: int, ffn: int, dropout: float, *, interaction: bool = False,
+                 causal: bool = False, activation: str = "relu", norm_eps: float = 1e-5):
+        super().__init__()
+        self.causal = causal
+        self.attention = MultiHeadAttention(dim, heads, dropout, interaction=interaction)
+        self.feed_forward = FeedForward(dim, ffn, dropout, activation)
+        self.after_attention = _Sublayer(dim, dropout, norm_eps)
+        self.after_feed_forward = _Sublayer(dim, dropout, norm_eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        attention_mask = causal_mask(x.size(1), device=x.device) if self.causal else None
+        attended, weights = self.attention(x, x, key_mask=mask, attention_mask=attention_mask)
+        x = self.after_attention(x, attended)
+        return self.after_feed_forward(x, self.feed_forward(x)), weights
+
+
+class TransformerEncoder(nn.Module):
+    """A stack of :class:`TransformerEncoderLayer`; returns the last layer and every layer's attention."""
+
+    def __init__(self, layers: int, dim: int, heads: int, ffn: int, dropout: float, *,
+                 interaction: bool = False, causal: bool = False, activation: str = "relu",
+                 norm_eps: float = 1e-5):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            TransformerEncoderLayer(dim, heads, ffn, dropout, interaction=interaction, causal=causal,
+                                    activation=activation, norm_eps=norm_eps)
+            for _ in range(layers)
+        )
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        attention_maps = []
+        for layer in self.layers:
+            x, weights = layer(x, mask)
+            attention_maps.append(weights)
+        return x, attention_maps
+
+
+class TransformerDecoderLayer(nn.Module):
+    """Masked self-attention over the outputs so far, cross-attention to the encoder, feed-forward.
+
+    ``cache`` (a dict per layer) enables step-by-step decoding at O(T) cost per step instead of re-running
+    the whole prefix.
+    """
+
+    def __init__(self, dim: int, heads: int, ffn: int, dropout: float):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(dim, heads, dropout)
+        self.cross_attention = MultiHeadAttention(dim, heads, dropout)
+        self.feed_forward = FeedForward(dim, ffn, dropout)
+        self.after_self_attention = _Sublayer(dim, dropout)
+        self.after_cross_attention = _Sublayer(dim, dropout)
+        self.after_feed_forward = _Sublayer(dim, dropout)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
+                cache: dict | None = None) -> torch.Tensor:
+        if cache is None:
+            attended, _ = self.self_attention(x, x, attention_mask=causal_mask(x.size(1), device=x.device))
+        else:  # x holds only the newest position; earlier ones live in the cache
+            attended, _ = self.self_attention(x, x, cache=cache.setdefault("self", {}))
+        x = self.after_self_attention(x, attended)
+        cross_cache = None if cache is None else cache.setdefault("cross", {})
+        attended, _ = self.cross_attention(x, memory, key_mask=memory_mask, cache=cross_cache, static_kv=True)
+        x = self.after_cross_attention(x, attended)
+        return self.after_feed_forward(x, self.feed_forward(x))
+
+
+class InputLayer(nn.Module):
+    """Maps a token's input to the model width.
+
+    With cached vectors (``vector_dim > 0``: GloVe, speech vectors, their sum) a linear projection, as in
+    Yi & Tao (50 -> d_model); without (``vector_dim == 0``) an embedding table learned from token ids.
+    """
+
+    def __init__(self, vector_dim: int, vocab_size: int, dim: int):
+        super().__init__()
+        self.vector_dim = vector_dim
+        if vector_dim > 0:
+            self.projection: nn.Module = nn.Linear(vector_dim, dim)
+        else:
+            self.projection = nn.Embedding(vocab_size, dim, padding_idx=0)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        if self.vector_dim > 0:
+            return self.projection(batch["vectors"])
+        return self.projection(batch["ids"])
+
+
+class TokenClassifier(nn.Module):
+    """Position-wise classifier head: dropout + linear to label logits."""
+
+    def __init__(self, dim: int, num_labels: int, dropout: float):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.linear = nn.Linear(dim, num_labels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.dropout(x))
+
+
+def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor,
+                         label_smoothing: float = 0.0) -> torch.Tensor:
+    """Mean token-level cross-entropy over real (unmasked) tokens."""
+    return F.cross_entropy(logits[mask], labels[mask], label_smoothing=label_smoothing)

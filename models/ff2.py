@@ -1,0 +1,211 @@
+"""FF2: a feature-fusion two-stream punctuator (Wu et al., "FF2: A Feature Fusion Two-Stream Framework for
+Punctuation Restoration", 2022), and its masked-attention variant FFA.
+
+Both models read the batch's ``words`` (one list of word strings per row) and tokenise them into subwords
+with the pretrained checkpoint's tokenizer; ``vectors`` and ``ids`` are ignored (so the cached word vectors
+play no part, and ``vector_dim``/``vocab_size`` are accepted only for the registry's interface).
+
+* stream 1 - a pretrained BERT-style encoder (:mod:`models.pretrained`, all-MiniLM-L6-v2 by default) whose
+  self-attention layers mix their heads' score maps (``interaction=True``, the FF2 "interaction attention");
+* stream 2 - ``ff2``: a small randomly initialised Transformer encoder (own subword embedding + sinusoidal
+  positions) over the same subwords; ``ffa``: the same but with masked (causal, left-to-right) self-attention;
+* fusion - the two streams' per-subword states are concatenated (width = pretrained width + ``second_dim``)
+  and pass through one Transformer encoder layer (``fusion_heads``, ``fusion_ffn``); each word's state is
+  read at its first subword and classified.
+
+Ablations: ``use_pretrained_stream=False`` (stream 2 only; the checkpoint still supplies the tokenizer) and
+``use_second_stream=False`` (stream 1 only). ``interaction`` only concerns stream 1.
+
+R-Drop (``rdrop_alpha > 0``; Liang et al. 2021): in training, :meth:`loss` runs the batch twice with
+independent dropout (as one doubled batch) and returns the mean cross-entropy of the two passes plus
+``rdrop_alpha`` times the symmetric KL divergence between the two predicted label distributions, averaged
+over real words. With ``rdrop_alpha = 0`` (or in eval mode) it is the plain cross-entropy of one pass.
+
+A row whose subwords do not fit in ``max_subwords`` (with [CLS]/[SEP]) is cut into consecutive word spans
+that do (:func:`models.pretrained.split_long_rows`), each encoded on its own; the words' logits are put
+back in place. With the pipeline's ~100-word windows this never happens at ``max_subwords=256``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from models.blocks import PositionalEncoding, TokenClassifier, TransformerEncoder, masked_cross_entropy
+from models.pretrained import (
+    EncoderConfig,
+    SubwordBatch,
+    gather_words,
+    load_pretrained_encoder,
+    load_tokenizer,
+    pack_pieces,
+    resolve_checkpoint,
+    split_long_rows,
+    word_pieces,
+)
+from models.registry import PunctuationModel, register_model
+
+
+class _Prepared(NamedTuple):
+    subwords: SubwordBatch                 # one row per span
+    spans: list[tuple[int, int, int]]      # (batch row, first word, end word) of each subword row
+    batch_size: int
+    length: int                            # T of the output (the batch's mask width)
+
+
+class TwoStreamPunctuator(PunctuationModel):
+    reads_words = True
+    """Shared implementation of ``ff2`` and ``ffa`` (they differ only in ``causal_second_stream``)."""
+
+    causal_second_stream = False
+
+    def __init__(self, *, num_labels: int, vector_dim: int, vocab_size: int, pretrained: str | None,
+                 interaction: bool, use_pretrained_stream: bool, use_second_stream: bool, second_dim: int,
+                 second_layers: int, second_heads: int, fusion_heads: int, fusion_ffn: int, dropout: float,
+                 rdrop_alpha: float, max_subwords: int):
+        super().__init__()
+        del vector_dim, vocab_size  # the model reads words, not the cached vectors/ids
+        if not (use_pretrained_stream or use_second_stream):
+            raise ValueError("at least one of use_pretrained_stream and use_second_stream must be true")
+        if rdrop_alpha < 0:
+            raise ValueError(f"rdrop_alpha must be >= 0, got {rdrop_alpha}")
+        self.rdrop_alpha = float(rdrop_alpha)
+        self.max_subwords = int(max_subwords)
+        directory = resolve_checkpoint(pretrained)
+        config = EncoderConfig.from_json(directory / "config.json")
+        if not 3 <= self.max_subwords <= config.max_positions:
+            raise ValueError(f"max_subwords must lie in [3, {config.max_positions}] (the encoder's positions), "
+                             f"got {max_subwords}")
+        self.pretrained_stream: nn.Module | None = None
+        if use_pretrained_stream:
+            self.pretrained_stream, self.tokenizer = load_pretrained_encoder(
+                directory, interaction=interaction, dropout=dropout)
+        else:
+            self.tokenizer = load_tokenizer(directory)
+        width = config.hidden_size if use_pretrained_stream else 0
+        self.second_embedding: nn.Embedding | None = None
+        if use_second_stream:
+            self.second_embedding = nn.Embedding(len(self.tokenizer), second_dim,
+                                                 padding_idx=self.tokenizer.pad_token_id)
+            self.second_positions = PositionalEncoding(second_dim, dropout)
+            self.second_encoder = TransformerEncoder(second_layers, second_dim, second_heads, 4 * second_dim,
+                                                     dropout, causal=self.causal_second_stream)
+            self.second_scale = second_dim ** 0.5
+            width += second_dim
+        if width % fusion_heads:
+            raise ValueError(f"the fused width {width} (pretrained {config.hidden_size if use_pretrained_stream else 0}"
+                             f" + second_dim {second_dim if use_second_stream else 0}) is not divisible by "
+                             f"fusion_heads={fusion_heads}")
+        self.fusion = TransformerEncoder(1, width, fusion_heads, fusion_ffn, dropout)
+        self.classifier = TokenClassifier(width, num_labels, dropout)
+        self.num_labels = num_labels
+
+    # -- inputs -------------------------------------------------------------------------------------------
+
+    def _prepare(self, batch: dict) -> _Prepared:
+        words = batch.get("words")
+        if words is None:
+            raise KeyError(f"{type(self).__name__} reads the batch's 'words' (make_batch(..., words=...))")
+        length = max((len(row) for row in words), default=0)
+        if "mask" in batch:
+            counts = batch["mask"].sum(dim=1).tolist()
+            if counts != [len(row) for row in words]:
+                raise ValueError("batch['words'] does not match batch['mask']: each row must hold exactly its "
+                                 "real words")
+            length = batch["mask"].size(1)
+        pieces = word_pieces(self.tokenizer, words)
+        spans = split_long_rows(pieces, self.max_subwords)
+        subwords = pack_pieces(self.tokenizer, [pieces[r][s:e] for r, s, e in spans], self.max_subwords)
+        device = self.classifier.linear.weight.device
+        subwords = SubwordBatch(*(t.to(device) for t in subwords))
+        return _Prepared(subwords, spans, len(words), length)
+
+    # -- streams ------------------------------------------------------------------------------------------
+
+    def second_stream_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor
+                             ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Stream 2's per-subword states (N, S, second_dim) and its attention maps."""
+        x = self.second_positions(self.second_embedding(input_ids) * self.second_scale)
+        return self.second_encoder(x, attention_mask)
+
+    def _encode(self, subwords: SubwordBatch) -> tuple[torch.Tensor, dict[str, list[torch.Tensor]]]:
+        """Per-word logits (N, T_words, labels) of each subword row, and every attention map."""
+        states, maps = [], {}
+        if self.pretrained_stream is not None:
+            hidden, maps["pretrained"] = self.pretrained_stream(subwords.input_ids, subwords.attention_mask)
+            states.append(hidden)
+        if self.second_embedding is not None:
+            hidden, maps["second"] = self.second_stream_states(subwords.input_ids, subwords.attention_mask)
+            states.append(hidden)
+        fused, maps["fusion"] = self.fusion(torch.cat(states, dim=-1), subwords.attention_mask)
+        return self.classifier(gather_words(fused, subwords.first_subword_index)), maps
+
+    @staticmethod
+    def _place(logits: torch.Tensor, spans: list[tuple[int, int, int]], batch_size: int, length: int
+               ) -> torch.Tensor:
+        """Word logits of the span rows (N, T_words, L) put back into the batch's rows (B, T, L); zeros on padding."""
+        rows, columns, sources, positions = [], [], [], []
+        for n, (row, start, end) in enumerate(spans):
+            rows += [row] * (end - start)
+            columns += range(start, end)
+            sources += [n] * (end - start)
+            positions += range(end - start)
+        out = logits.new_zeros(batch_size, length, logits.size(-1))
+        out[rows, columns] = logits[sources, positions]
+        return out
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        prepared = self._prepare(batch)
+        logits, _ = self._encode(prepared.subwords)
+        return self._place(logits, prepared.spans, prepared.batch_size, prepared.length)
+
+    @torch.no_grad()
+    def attention_maps(self, batch: dict) -> dict:
+        """Attention weights of every layer: ``{"pretrained"|"second"|"fusion": [(N, H, S, S), ...]}`` over the
+        subword rows, plus ``"subwords"`` (the :class:`SubwordBatch`, whose ids name the tokens) and ``"spans"``."""
+        prepared = self._prepare(batch)
+        _, maps = self._encode(prepared.subwords)
+        return {**maps, "subwords": prepared.subwords, "spans": prepared.spans}
+
+    # -- training -----------------------------------------------------------------------------------------
+
+    def rdrop_terms(self, batch: dict, label_smoothing: float = 0.0
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(loss, mean cross-entropy of two passes, symmetric KL)`` with ``loss = ce + rdrop_alpha * kl``."""
+        prepared = self._prepare(batch)
+        doubled = SubwordBatch(*(torch.cat([t, t]) for t in prepared.subwords))
+        logits, _ = self._encode(doubled)
+        first, second = logits.chunk(2)
+        mask, labels = batch["mask"].to(logits.device), batch["labels"].to(logits.device)
+        first = self._place(first, prepared.spans, prepared.batch_size, prepared.length)[mask]
+        second = self._place(second, prepared.spans, prepared.batch_size, prepared.length)[mask]
+        ce = 0.5 * (F.cross_entropy(first, labels[mask], label_smoothing=label_smoothing)
+                    + F.cross_entropy(second, labels[mask], label_smoothing=label_smoothing))
+        log_p, log_q = F.log_softmax(first, dim=-1), F.log_softmax(second, dim=-1)
+        kl = 0.5 * (F.kl_div(log_p, log_q, reduction="batchmean", log_target=True)
+                    + F.kl_div(log_q, log_p, reduction="batchmean", log_target=True))
+        return ce + self.rdrop_alpha * kl, ce, kl
+
+    def loss(self, batch: dict, label_smoothing: float = 0.0) -> torch.Tensor:
+        if self.training and self.rdrop_alpha > 0:
+            return self.rdrop_terms(batch, label_smoothing)[0]
+        logits = self(batch)
+        return masked_cross_entropy(logits, batch["labels"].to(logits.device), batch["mask"].to(logits.device),
+                                    label_smoothing)
+
+
+@register_model("ff2")
+class FF2Punctuator(TwoStreamPunctuator):
+    """Interaction-attention pretrained stream + a tiny Transformer stream, fused by one Transformer layer."""
+
+    causal_second_stream = False
+
+
+@register_model("ffa")
+class FFAPunctuator(TwoStreamPunctuator):
+    """Interaction-attention pretrained stream + a masked (causal) self-attention stream."""
+
+    causal_second_stream = True

@@ -1,0 +1,77 @@
+"""Model registry: a model is selected by ``name`` in ``params.yaml`` (``profiles.<p>.model``).
+
+Adding a model = one file defining a :class:`PunctuationModel` subclass decorated with
+``@register_model("name")``; ``models/__init__.py`` imports every module of the package, so the decorator
+is the registry entry.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from models.blocks import masked_cross_entropy
+
+MODEL_REGISTRY: dict[str, type["PunctuationModel"]] = {}
+
+
+class PunctuationModel(nn.Module):
+    """Interface every model implements.
+
+    A batch is a dict of tensors: ``vectors`` (B, T, V) float input vectors (V may be 0), ``ids`` (B, T)
+    long vocabulary ids, ``mask`` (B, T) bool, True on real tokens, and for training ``labels`` (B, T) long.
+    Constructors take ``num_labels``, ``vector_dim``, ``vocab_size`` and the model's own hyper-parameters.
+    Models that tokenise text themselves (pretrained language models) set ``reads_words = True`` and then
+    also get ``words``: one list of token strings per row.
+    """
+
+    reads_words: bool = False
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:  # pragma: no cover - interface
+        """Label logits (B, T, num_labels) given the whole batch (teacher forcing where a model needs it)."""
+        raise NotImplementedError
+
+    def loss(self, batch: dict[str, torch.Tensor], label_smoothing: float = 0.0) -> torch.Tensor:
+        return masked_cross_entropy(self(batch), batch["labels"], batch["mask"], label_smoothing)
+
+    @torch.no_grad()
+    def predict(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Predicted label ids (B, T). Models without a label decoder take the arg-max of the logits."""
+        return self(batch).argmax(dim=-1)
+
+
+def register_model(name: str) -> Callable[[type[PunctuationModel]], type[PunctuationModel]]:
+    def decorate(cls: type[PunctuationModel]) -> type[PunctuationModel]:
+        if name in MODEL_REGISTRY:
+            raise ValueError(f"model name {name!r} is registered twice")
+        MODEL_REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def build_model(config: dict[str, Any], *, num_labels: int, vector_dim: int, vocab_size: int) -> PunctuationModel:
+    """Instantiate the model named ``config["name"]`` with the rest of ``config`` as hyper-parameters.
+
+    Unknown names and unknown or missing hyper-parameters are refused with a message listing what is valid.
+    """
+    config = dict(config)
+    name = config.pop("name", None)
+    if name not in MODEL_REGISTRY:
+        raise ValueError(f"unknown model {name!r}; registered models: {sorted(MODEL_REGISTRY)}")
+    cls = MODEL_REGISTRY[name]
+    signature = inspect.signature(cls.__init__)
+    accepted = {p for p in signature.parameters if p not in ("self", "num_labels", "vector_dim", "vocab_size")}
+    unknown = sorted(set(config) - accepted)
+    if unknown:
+        raise ValueError(f"model {name!r} does not take {unknown}; it takes {sorted(accepted)}")
+    missing = sorted(
+        p for p in accepted
+        if signature.parameters[p].default is inspect.Parameter.empty and p not in config
+    )
+    if missing:
+        raise ValueError(f"model {name!r} needs {missing} in its params")
+    return cls(num_labels=num_labels, vector_dim=vector_dim, vocab_size=vocab_size, **config)

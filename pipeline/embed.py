@@ -1,0 +1,65 @@
+"""DVC stage ``embed``: look up word vectors for every prepared token and cache them as arrays.
+
+    python -m pipeline.embed [--params params.yaml] [--prepared data/prepared] [--out data/features]
+                             [--metrics metrics/embedding_coverage.json]
+
+Reads ``embed.word_source`` and ``embed.oov`` and ``embed.vocab_min_count`` from the
+params file (only the ``embed`` section, which is what dvc.yaml declares for this stage); the splits are
+``train dev ref asr``, as the prepare stage writes them. An up-to-date cache is reused.
+Writes the per-split coverage figures to the metrics file and prints them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Sequence
+
+from embeddings.cache import SPLITS, build_feature_cache, read_manifest
+from punctuation.params import load_params, require
+
+COVERAGE_FIELDS = ("tokens", "oov_tokens", "oov_types", "types", "coverage_tokens", "coverage_types", "unk_tokens")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--prepared", default="data/prepared")
+    parser.add_argument("--out", default="data/features")
+    parser.add_argument("--metrics", default="metrics/embedding_coverage.json")
+    parser.add_argument("--force", action="store_true", help="rebuild even if the cache is up to date")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+    params = load_params(args.params)
+    embed = require(params, "embed", "params")
+    started = time.perf_counter()
+    paths = build_feature_cache(
+        args.prepared,
+        args.out,
+        word_source=require(embed, "word_source", "embed"),
+        oov=require(embed, "oov", "embed"),
+        splits=SPLITS,
+        vocab_min_count=int(embed["vocab_min_count"]),
+        force=args.force,
+    )
+    seconds = time.perf_counter() - started
+    manifest = read_manifest(paths.root)
+    coverage = {split: {k: stats[k] for k in COVERAGE_FIELDS} for split, stats in manifest["splits"].items()}
+    metrics_path = Path(args.metrics)
+    metrics_path.parent.mkdir(parents=True, exist_ok=True)
+    metrics_path.write_text(json.dumps(coverage, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(coverage, indent=2))
+    print(
+        f"{'rebuilt' if paths.rebuilt else 'reused'} {paths.root} in {seconds:.1f} s "
+        f"(source {manifest['word_source']['type']}, oov {manifest['oov']}, dim {manifest['dim']}, "
+        f"vocab {manifest['vocab_size']})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

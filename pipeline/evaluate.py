@@ -1,0 +1,105 @@
+"""Evaluate punctuation predictions with the IWSLT2011 scorer.
+
+File mode::
+
+    python -m pipeline.evaluate REFERENCE PREDICTION
+
+prints one JSON object (the :func:`punctuation.scoring.score_files` result) to stdout
+and exits 0. A malformed file, a token mismatch between the two files or an unreadable
+file is reported on stderr (naming the file and line) with exit code 2.
+
+Stage mode (the DVC ``evaluate`` stage)::
+
+    python -m pipeline.evaluate --stage --experiment NAME [--params params.yaml] ...
+
+runs the experiment's trained model (``artifacts/NAME/model``) on the test sets, writes the
+predictions and confusion matrices to ``artifacts/NAME/predictions`` and the scores to
+``metrics/eval/NAME.json`` (the ``report`` stage puts all experiments side by side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from punctuation.iwslt import IwsltFormatError
+from punctuation.scoring import TokenMismatchError, score_files
+
+EXIT_OK = 0
+EXIT_INPUT_ERROR = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.evaluate",
+        description="Score word<TAB>LABEL predictions against a reference (IWSLT2011 scorer).",
+    )
+    parser.add_argument("reference", type=Path, nargs="?", help="reference word<TAB>LABEL file")
+    parser.add_argument("prediction", type=Path, nargs="?", help="predicted word<TAB>LABEL file")
+    stage = parser.add_argument_group("stage mode")
+    stage.add_argument("--stage", action="store_true", help="evaluate the trained model on the test sets")
+    stage.add_argument("--experiment", help="name under profiles.<profile>.experiments")
+    stage.add_argument("--params", default="params.yaml")
+    stage.add_argument("--features", default="data/features")
+    stage.add_argument("--prepared", default="data/prepared")
+    stage.add_argument("--artifacts", default="artifacts")
+    stage.add_argument("--metrics", default="metrics/eval")
+    return parser
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_INPUT_ERROR
+
+
+def score_command(reference: str | Path, prediction: str | Path) -> int:
+    """Score two files, print the scores as one JSON object; return the exit code."""
+    try:
+        scores = score_files(reference, prediction)
+    except (IwsltFormatError, TokenMismatchError) as exc:
+        return _error(str(exc))
+    except OSError as exc:
+        return _error(f"cannot read {exc.filename or ''}: {exc.strerror or exc}")
+    print(json.dumps(scores))
+    return EXIT_OK
+
+
+def stage_command(args: argparse.Namespace) -> int:
+    """Evaluate one experiment's trained model on the test splits named in params (``evaluate.test_splits``)."""
+    from punctuation.evaluation import evaluate_model
+    from punctuation.params import load_params
+
+    params = load_params(args.params)
+    settings = params["evaluate"]
+    experiment_dir = Path(args.artifacts) / args.experiment
+    results = evaluate_model(
+        experiment_dir / "model", args.features, args.prepared, experiment_dir / "predictions",
+        splits=list(settings["test_splits"]), window=int(settings["window"]), stride=int(settings["stride"]),
+        batch_size=int(settings["batch_size"]),
+    )
+    metrics = Path(args.metrics) / f"{args.experiment}.json"
+    metrics.parent.mkdir(parents=True, exist_ok=True)
+    metrics.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(results, indent=2))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.stage:
+        if args.reference or args.prediction:
+            parser.error("--stage takes no REFERENCE/PREDICTION files")
+        if not args.experiment:
+            parser.error("--stage needs --experiment NAME")
+        return stage_command(args)
+    if args.reference is None or args.prediction is None:
+        parser.error("give REFERENCE and PREDICTION files (or --stage)")
+    return score_command(args.reference, args.prediction)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,31 @@
+"""DVC stage ``report``: all experiments side by side with the published figures (reports/results.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from punctuation.params import load_params
+from punctuation.reporting import collect_experiments, load_published, results_markdown
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--eval-metrics", default="metrics/eval")
+    parser.add_argument("--train-metrics", default="metrics/train")
+    parser.add_argument("--out", default="reports/results.md")
+    args = parser.parse_args(argv)
+    params = load_params(args.params)
+    experiments = collect_experiments(list(params["experiments"]), params["active"]["experiments"],
+                                      Path(args.eval_metrics), Path(args.train_metrics))
+    text = results_markdown(params["profile"], experiments, load_published())
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""The comparison report: every experiment x test split, next to the published figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from punctuation.labels import PUNCTUATION_CLASSES
+
+PUBLISHED_PATH = Path(__file__).with_name("published.yaml")
+SPLIT_NAMES = {"ref": "Ref", "asr": "ASR"}
+
+
+def load_published(path: Path = PUBLISHED_PATH) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def published_figures(reference: str | None, published: dict[str, Any]) -> dict[str, Any] | None:
+    """Look up ``"paper_key/variant"`` (e.g. ``yi_tao_2019/word``) in the published figures."""
+    if not reference:
+        return None
+    paper, _, variant = reference.partition("/")
+    try:
+        return published[paper]["variants"][variant]
+    except KeyError as error:
+        raise ValueError(f"unknown published reference {reference!r}; see {PUBLISHED_PATH}") from error
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def results_markdown(profile: str, experiments: dict[str, dict[str, Any]], published: dict[str, Any]) -> str:
+    """``experiments`` maps name -> {"eval": {split: scores}, "train": train metrics, "published": ref}."""
+    reduced = profile != "paper"
+    lines = [f"# Results (profile `{profile}`)", ""]
+    if reduced:
+        lines += ["Our figures come from the reduced CPU profile, not the papers' configurations "
+                  "(`dvc exp run -S profile=paper` runs those).", ""]
+    header = ["experiment", "test"] + [f"{c} P/R/F1" for c in PUNCTUATION_CLASSES] + \
+             ["overall P/R/F1", "SER", "published F1", "published SER"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, experiment in experiments.items():
+        reference = published_figures(experiment.get("published"), published) or {}
+        for split, scores in experiment["eval"].items():
+            cells = [name + (" (reduced)" if reduced else ""), SPLIT_NAMES.get(split, split)]
+            for cls in (*PUNCTUATION_CLASSES, "OVERALL"):
+                s = scores[cls]
+                cells.append(f"{_pct(s['precision'])} / {_pct(s['recall'])} / **{_pct(s['f1'])}**"
+                             if cls == "OVERALL" else f"{_pct(s['precision'])} / {_pct(s['recall'])} / {_pct(s['f1'])}")
+            cells.append(_pct(scores["SER"]))
+            paper = reference.get(split, {})
+            cells += [str(paper.get("f1", "–")), str(paper.get("ser", "–"))]
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "All figures in %. P/R/F1 per class and micro-averaged overall over COMMA/PERIOD/QUESTION; "
+              "SER = (substitutions + deletions + insertions) / reference marks.", ""]
+    lines += ["## Training", "", "| experiment | best dev F1 | steps | train tokens/s | train time (s) |",
+              "|---|---|---|---|---|"]
+    for name, experiment in experiments.items():
+        t = experiment.get("train") or {}
+        lines.append(f"| {name} | {_pct(t.get('best_dev_f1'))} | {t.get('steps', '–')} | "
+                     f"{t.get('train_tokens_per_second', '–')} | {t.get('train_seconds', '–')} |")
+    lines += ["", "## Plots", ""]
+    for name, experiment in experiments.items():
+        lines.append(f"- {name}: learning curves `artifacts/{name}/model/learning_curves.png`; confusion "
+                     + ", ".join(f"`artifacts/{name}/predictions/confusion_{s}.png`" for s in experiment["eval"]))
+    if any(e.get("published") for e in experiments.values()):
+        lines += ["", "Published figures: " + "; ".join(
+            sorted({published[e["published"].split("/")[0]]["citation"] for e in experiments.values()
+                    if e.get("published")}))]
+    return "\n".join(lines) + "\n"
+
+
+def collect_experiments(names: list[str], settings: dict[str, Any], eval_dir: Path,
+                        train_dir: Path) -> dict[str, dict[str, Any]]:
+    """Read each experiment's metrics files; a missing one is an error naming the file."""
+    collected = {}
+    for name in names:
+        eval_path, train_path = eval_dir / f"{name}.json", train_dir / f"{name}.json"
+        for path in (eval_path, train_path):
+            if not path.exists():
+                raise FileNotFoundError(f"{path}: missing; run `dvc repro` to train and evaluate {name!r}")
+        scores = json.loads(eval_path.read_text(encoding="utf-8"))
+        collected[name] = {
+            "eval": {split: s for split, s in scores.items()},
+            "train": json.loads(train_path.read_text(encoding="utf-8")),
+            "published": (settings.get(name) or {}).get("published"),
+        }
+    return collected

@@ -1,0 +1,358 @@
+"""The IWSLT2011 punctuation scorer.
+
+The definitions follow the evaluation of Che et al. (2016) and Tilk & Alumäe's
+``error_calculator.py``: reference and prediction are compared *slot by slot*, every
+word slot carrying exactly one label (the mark that follows the word, ``O`` = none).
+
+Per slot with reference ``r`` and prediction ``h``:
+
+* correct       ``C``: ``r == h != O``
+* substitution  ``S``: ``r != O``, ``h != O``, ``r != h``
+* deletion      ``D``: ``r != O``, ``h == O``
+* insertion     ``I``: ``r == O``, ``h != O``
+* ``O``/``O`` slots are not counted at all.
+
+Per class ``c`` in COMMA/PERIOD/QUESTION::
+
+    precision = #(r == c and h == c) / #(h == c)
+    recall    = #(r == c and h == c) / #(r == c)
+    f1        = 2 * precision * recall / (precision + recall)
+
+``OVERALL`` is micro-averaged over the three classes::
+
+    precision = C / (C + S + I) = C / #(h != O)
+    recall    = C / (C + S + D) = C / #(r != O)
+
+and the slot error rate is ``SER = (S + D + I) / #(r != O)``; it can exceed 1.
+
+Zero denominators: every ratio whose denominator is 0 is reported as ``0.0`` (a class
+never predicted has precision 0, a class absent from the reference has recall 0, F1 is
+0 when precision + recall is 0, and SER is 0 when the reference has no marks at all -
+even if the prediction inserted some; the raw counts from :func:`score_details` show
+those insertions). Every value is a plain Python ``float`` so the result is JSON-ready.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from punctuation.iwslt import read_iwslt
+from punctuation.labels import LABELS, LABEL_TO_ID, NO_MARK_ID, PUNCTUATION_CLASSES
+
+__all__ = [
+    "SlotCounts",
+    "TokenMismatchError",
+    "confusion_matrix",
+    "count_slots",
+    "format_table",
+    "score_details",
+    "score_files",
+    "score_labels",
+]
+
+_N = len(LABELS)
+
+
+@dataclass(frozen=True)
+class SlotCounts:
+    """Raw slot counts of one comparison (see the module docstring for the definitions).
+
+    The per-class mappings are keyed by the names in ``PUNCTUATION_CLASSES``.
+    """
+
+    correct: int
+    substitutions: int
+    deletions: int
+    insertions: int
+    #: ``#(r != O)`` = correct + substitutions + deletions
+    reference_marks: int
+    #: ``#(h != O)`` = correct + substitutions + insertions
+    predicted_marks: int
+    #: ``#(r == c and h == c)`` per class
+    true_positive: dict[str, int] = field(hash=False)
+    #: ``#(r == c)`` per class
+    reference: dict[str, int] = field(hash=False)
+    #: ``#(h == c)`` per class
+    predicted: dict[str, int] = field(hash=False)
+
+    @property
+    def errors(self) -> int:
+        """``S + D + I``."""
+        return self.substitutions + self.deletions + self.insertions
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy (plain ints and dicts)."""
+        return asdict(self)
+
+
+class TokenMismatchError(ValueError):
+    """The reference and prediction files do not hold the same token sequence.
+
+    ``index`` is the 0-based token index of the first mismatch; ``reference_line`` /
+    ``prediction_line`` are the 1-based file lines of that token (``None`` where the
+    file has already ended), ``reference_word`` / ``prediction_word`` the words found
+    there (``None`` likewise).
+    """
+
+    def __init__(
+        self,
+        reference_path: Path,
+        prediction_path: Path,
+        index: int,
+        reference_line: int | None,
+        prediction_line: int | None,
+        reference_word: str | None,
+        prediction_word: str | None,
+        reason: str,
+    ) -> None:
+        self.reference_path = Path(reference_path)
+        self.prediction_path = Path(prediction_path)
+        self.index = index
+        self.reference_line = reference_line
+        self.prediction_line = prediction_line
+        self.reference_word = reference_word
+        self.prediction_word = prediction_word
+        self.reason = reason
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        def where(path: Path, line: int | None) -> str:
+            return f"{path}:{line}" if line is not None else f"{path}:<end of file>"
+
+        return (
+            f"token mismatch at token {self.index + 1} "
+            f"({where(self.reference_path, self.reference_line)} vs "
+            f"{where(self.prediction_path, self.prediction_line)}): {self.reason}"
+        )
+
+
+# --------------------------------------------------------------------------- counting
+
+
+def _label_ids(labels: Iterable[Any], name: str) -> np.ndarray:
+    """Label names (or integer ids) -> int64 id array; ValueError on anything unknown."""
+    ids = []
+    for i, label in enumerate(labels):
+        if isinstance(label, str):
+            label_id = LABEL_TO_ID.get(label)
+        elif isinstance(label, (int, np.integer)) and not isinstance(label, bool):
+            label_id = int(label) if 0 <= int(label) < _N else None
+        else:
+            label_id = None
+        if label_id is None:
+            raise ValueError(
+                f"unknown label {label!r} at position {i} of the {name} labels "
+                f"(expected one of {', '.join(LABELS)})"
+            )
+        ids.append(label_id)
+    return np.asarray(ids, dtype=np.int64)
+
+
+def confusion_matrix(
+    reference_labels: Sequence[Any], predicted_labels: Sequence[Any]
+) -> np.ndarray:
+    """The 4x4 ``int64`` confusion matrix indexed in ``LABELS`` order.
+
+    Rows are reference labels, columns predicted labels (``O`` slots included).
+    Raises ValueError on different lengths or an unknown label.
+    """
+    ref = _label_ids(reference_labels, "reference")
+    hyp = _label_ids(predicted_labels, "predicted")
+    if len(ref) != len(hyp):
+        raise ValueError(
+            f"reference and prediction differ in length: {len(ref)} vs {len(hyp)} labels"
+        )
+    counts = np.bincount(ref * _N + hyp, minlength=_N * _N)
+    return counts.reshape(_N, _N).astype(np.int64)
+
+
+def _counts_from_matrix(matrix: np.ndarray) -> SlotCounts:
+    o = NO_MARK_ID
+    marks = [LABEL_TO_ID[c] for c in PUNCTUATION_CLASSES]
+    correct = int(sum(matrix[i, i] for i in marks))
+    substitutions = int(sum(matrix[i, j] for i in marks for j in marks if i != j))
+    deletions = int(sum(matrix[i, o] for i in marks))
+    insertions = int(sum(matrix[o, j] for j in marks))
+    return SlotCounts(
+        correct=correct,
+        substitutions=substitutions,
+        deletions=deletions,
+        insertions=insertions,
+        reference_marks=correct + substitutions + deletions,
+        predicted_marks=correct + substitutions + insertions,
+        true_positive={c: int(matrix[LABEL_TO_ID[c], LABEL_TO_ID[c]]) for c in PUNCTUATION_CLASSES},
+        reference={c: int(matrix[LABEL_TO_ID[c], :].sum()) for c in PUNCTUATION_CLASSES},
+        predicted={c: int(matrix[:, LABEL_TO_ID[c]].sum()) for c in PUNCTUATION_CLASSES},
+    )
+
+
+def count_slots(
+    reference_labels: Sequence[Any], predicted_labels: Sequence[Any]
+) -> SlotCounts:
+    """Count correct/substituted/deleted/inserted slots and the per-class counts.
+
+    Labels are names from ``LABELS`` (integer ids are accepted too). Raises ValueError
+    on different lengths or an unknown label.
+    """
+    return _counts_from_matrix(confusion_matrix(reference_labels, predicted_labels))
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def _ratio(numerator: int, denominator: int) -> float:
+    return float(numerator) / float(denominator) if denominator else 0.0
+
+
+def _prf(tp: int, predicted: int, reference: int) -> dict[str, float]:
+    precision = _ratio(tp, predicted)
+    recall = _ratio(tp, reference)
+    f1 = 2.0 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": float(precision), "recall": float(recall), "f1": float(f1)}
+
+
+def scores_from_counts(counts: SlotCounts) -> dict[str, Any]:
+    """The benchmark scores (see :func:`score_labels`) of already computed counts."""
+    scores: dict[str, Any] = {
+        c: _prf(counts.true_positive[c], counts.predicted[c], counts.reference[c])
+        for c in PUNCTUATION_CLASSES
+    }
+    scores["OVERALL"] = _prf(counts.correct, counts.predicted_marks, counts.reference_marks)
+    scores["SER"] = _ratio(counts.errors, counts.reference_marks)
+    return scores
+
+
+def score_labels(
+    reference_labels: Sequence[Any], predicted_labels: Sequence[Any]
+) -> dict[str, Any]:
+    """Score predicted labels against the reference.
+
+    Returns exactly ``{"COMMA": {"precision", "recall", "f1"}, "PERIOD": {...},
+    "QUESTION": {...}, "OVERALL": {...}, "SER": float}`` with values as fractions
+    (not percentages) and Python floats. Zero denominators give 0.0 (module docstring).
+    """
+    return scores_from_counts(count_slots(reference_labels, predicted_labels))
+
+
+def score_details(
+    reference_labels: Sequence[Any], predicted_labels: Sequence[Any]
+) -> dict[str, Any]:
+    """Scores plus the raw counts, for reports (all JSON-ready).
+
+    ``{"scores": <score_labels result>, "counts": <SlotCounts.as_dict()>,
+    "confusion_matrix": {"labels": [...], "matrix": [[...], ...]}}``
+    """
+    matrix = confusion_matrix(reference_labels, predicted_labels)
+    counts = _counts_from_matrix(matrix)
+    return {
+        "scores": scores_from_counts(counts),
+        "counts": counts.as_dict(),
+        "confusion_matrix": {"labels": list(LABELS), "matrix": matrix.tolist()},
+    }
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _token_line_numbers(path: Path, skipped_lines: Iterable[int] = ()) -> list[int]:
+    """1-based file line numbers of the tokens of ``path``, in order.
+
+    Mirrors how ``read_iwslt`` walks a file (split on ``\\n``, a trailing ``\\r`` dropped,
+    invalid UTF-8 replaced, blank lines skipped, plus the lines it reports as skipped) so
+    that token ``i`` can be traced back to the line it came from.
+    """
+    skipped = set(skipped_lines)
+    numbers = []
+    for number, raw in enumerate(Path(path).read_bytes().split(b"\n"), start=1):
+        line = raw.removesuffix(b"\r").decode("utf-8", errors="replace")
+        if line.strip() and number not in skipped:
+            numbers.append(number)
+    return numbers
+
+
+def _check_same_tokens(reference: Any, prediction: Any) -> None:
+    """Raise TokenMismatchError unless both ``read_iwslt`` results hold the same words."""
+    reference_path, prediction_path = Path(reference.path), Path(prediction.path)
+    reference_words, prediction_words = reference.words, prediction.words
+    n_ref, n_hyp = len(reference_words), len(prediction_words)
+    first = next(
+        (i for i, (a, b) in enumerate(zip(reference_words, prediction_words)) if a != b),
+        None,
+    )
+    if first is None and n_ref == n_hyp:
+        return
+    index = first if first is not None else min(n_ref, n_hyp)
+    ref_lines = _token_line_numbers(reference_path, getattr(reference, "skipped_lines", ()))
+    hyp_lines = _token_line_numbers(prediction_path, getattr(prediction, "skipped_lines", ()))
+
+    def at(seq: Sequence[Any], i: int) -> Any:
+        return seq[i] if i < len(seq) else None
+
+    ref_word, hyp_word = at(reference_words, index), at(prediction_words, index)
+    if first is not None:
+        reason = f"reference word {ref_word!r} != prediction word {hyp_word!r}"
+    else:
+        longer, extra = ("reference", ref_word) if n_ref > n_hyp else ("prediction", hyp_word)
+        reason = (
+            f"token counts differ ({n_ref} reference vs {n_hyp} prediction tokens); "
+            f"the {longer} continues with {extra!r}"
+        )
+    raise TokenMismatchError(
+        reference_path,
+        prediction_path,
+        index=index,
+        reference_line=at(ref_lines, index) if index < n_ref else None,
+        prediction_line=at(hyp_lines, index) if index < n_hyp else None,
+        reference_word=ref_word,
+        prediction_word=hyp_word,
+        reason=reason,
+    )
+
+
+def _read_pair(reference_path: str | Path, prediction_path: str | Path):
+    reference = read_iwslt(reference_path)
+    prediction = read_iwslt(prediction_path)
+    _check_same_tokens(reference, prediction)
+    return reference, prediction
+
+
+def score_files(reference_path: str | Path, prediction_path: str | Path) -> dict[str, Any]:
+    """Score two ``word<TAB>LABEL`` files (see :func:`score_labels` for the result).
+
+    Raises ``IwsltFormatError`` on a malformed file and :class:`TokenMismatchError`
+    when the two files do not hold the same words in the same order.
+    """
+    reference, prediction = _read_pair(reference_path, prediction_path)
+    return score_labels(reference.labels, prediction.labels)
+
+
+def score_files_details(
+    reference_path: str | Path, prediction_path: str | Path
+) -> dict[str, Any]:
+    """Like :func:`score_files` but returns :func:`score_details`' richer dict."""
+    reference, prediction = _read_pair(reference_path, prediction_path)
+    return score_details(reference.labels, prediction.labels)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def format_table(scores: dict[str, Any]) -> str:
+    """A small Markdown table of a :func:`score_labels` result (values in %)."""
+    rows = [
+        "| Class | P (%) | R (%) | F1 (%) |",
+        "|---|---:|---:|---:|",
+    ]
+    for name in (*PUNCTUATION_CLASSES, "OVERALL"):
+        s = scores[name]
+        rows.append(
+            f"| {name} | {100 * s['precision']:.1f} | {100 * s['recall']:.1f} "
+            f"| {100 * s['f1']:.1f} |"
+        )
+    rows.append("")
+    rows.append(f"SER: {100 * scores['SER']:.1f}%")
+    return "\n".join(rows)

@@ -1,0 +1,106 @@
+"""Cutting a token stream into model-sized windows and stitching the predictions back together.
+
+At inference, windows overlap (``stride`` < ``window``) and each token takes its label from the window in
+which it sits most centrally, so every token gets context on both sides and no mark is lost at a window
+edge, whatever the length of the input.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+
+def window_starts(length: int, window: int, stride: int) -> list[int]:
+    """Start offsets of windows of ``window`` tokens every ``stride`` tokens covering ``length`` tokens.
+
+    The last window is shifted left so it ends at the stream's end (no short trailing window unless the
+    whole stream is shorter than one window).
+    """
+    if window < 1 or not 1 <= stride <= window:
+        raise ValueError(f"need window >= 1 and 1 <= stride <= window, got window={window}, stride={stride}")
+    if length <= window:
+        return [0] if length > 0 else []
+    starts = list(range(0, length - window + 1, stride))
+    if starts[-1] + window < length:
+        starts.append(length - window)
+    return starts
+
+
+def owner_of_each_token(length: int, window: int, starts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """For each token, the index of the window whose centre is nearest, and its offset in that window."""
+    owner = np.zeros(length, dtype=np.int64)
+    best = np.full(length, np.inf)
+    positions = np.arange(length)
+    for index, start in enumerate(starts):
+        end = min(start + window, length)
+        centre = (start + end - 1) / 2.0
+        span = slice(start, end)
+        distance = np.abs(positions[span] - centre)
+        closer = distance < best[span]
+        owner[span][closer] = index
+        best[span][closer] = distance[closer]
+    return owner, positions - np.asarray(starts)[owner]
+
+
+def make_batch(vectors: np.ndarray, ids: np.ndarray, spans: list[tuple[int, int]], window: int,
+               labels: np.ndarray | None = None, words: Sequence[str] | None = None) -> dict:
+    """Stack token spans ``[(start, end), ...]`` into a padded batch dict (see models.registry).
+
+    With ``words`` (the stream's token strings) the batch also carries ``words``: one unpadded list of
+    strings per row, for models that tokenise text themselves (pretrained language models).
+    """
+    batch_size, dim = len(spans), vectors.shape[1]
+    batch_vectors = np.zeros((batch_size, window, dim), dtype=np.float32)
+    batch_ids = np.zeros((batch_size, window), dtype=np.int64)
+    batch_mask = np.zeros((batch_size, window), dtype=bool)
+    batch_labels = np.zeros((batch_size, window), dtype=np.int64)
+    for row, (start, end) in enumerate(spans):
+        n = end - start
+        batch_vectors[row, :n] = vectors[start:end]
+        batch_ids[row, :n] = ids[start:end]
+        batch_mask[row, :n] = True
+        if labels is not None:
+            batch_labels[row, :n] = labels[start:end]
+    batch = {
+        "vectors": torch.from_numpy(batch_vectors),
+        "ids": torch.from_numpy(batch_ids),
+        "mask": torch.from_numpy(batch_mask),
+    }
+    if labels is not None:
+        batch["labels"] = torch.from_numpy(batch_labels)
+    if words is not None:
+        batch["words"] = [list(words[start:end]) for start, end in spans]
+    return batch
+
+
+def predict_stream(
+    predict: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    vectors: np.ndarray,
+    ids: np.ndarray,
+    *,
+    window: int,
+    stride: int,
+    batch_size: int = 64,
+    progress: Callable | None = None,
+    words: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Label ids for a whole token stream of any length, from overlapping windows.
+
+    ``predict`` maps a batch dict to (B, T) label ids (a model's ``predict``).
+    """
+    length = len(ids)
+    if length == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = window_starts(length, window, stride)
+    owner, offset = owner_of_each_token(length, window, starts)
+    window_predictions = np.zeros((len(starts), window), dtype=np.int64)
+    batches = range(0, len(starts), batch_size)
+    for first in (progress(batches) if progress else batches):
+        chunk = starts[first:first + batch_size]
+        spans = [(start, min(start + window, length)) for start in chunk]
+        predicted = predict(make_batch(vectors, ids, spans, window, words=words)).cpu().numpy()
+        window_predictions[first:first + len(chunk)] = predicted
+    return window_predictions[owner, offset]

@@ -1,0 +1,63 @@
+"""Tiny, learnable fixture corpora for end-to-end tests (written by the tests; no shared data needed).
+
+Marks are predictable from words, so a few training steps must beat chance: a sentence ends with
+"done." or "finished." (PERIOD), "right?" (QUESTION), and "however," / "well," carry a COMMA.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+
+FILLER = ("time people way year day thing man world life hand part child eye woman place work week case "
+          "point number group problem fact idea water story house money river tree stone light music").split()
+SPLIT_FILES = {"dev": "dev2012", "ref": "test2011", "asr": "test2011asr"}
+
+
+def sentence(rng: random.Random) -> str:
+    words = [rng.choice(FILLER) for _ in range(rng.randint(3, 8))]
+    if rng.random() < 0.4:
+        words.insert(rng.randint(1, len(words) - 1), rng.choice(["however,", "well,"]))
+    kind = rng.random()
+    ending = "right?" if kind < 0.2 else rng.choice(["done.", "finished."])
+    return " ".join(words + [ending]).capitalize()
+
+
+def talk_text(seed: int, sentences: int) -> str:
+    rng = random.Random(seed)
+    return "\n".join(sentence(rng) for _ in range(sentences))
+
+
+def write_corpus(root: Path, *, talks: int = 40, sentences_per_talk: int = 30) -> dict[str, Path]:
+    """An IWSLT-style directory (CRLF files), a TED jsonl.gz and a word2vec text file under ``root``."""
+    from punctuation.text import normalize_transcript
+
+    iwslt = root / "iwslt"
+    iwslt.mkdir(parents=True)
+    for offset, (split, name) in enumerate(SPLIT_FILES.items()):
+        words, labels = normalize_transcript(talk_text(1000 + offset, 60))
+        (iwslt / name).write_bytes("".join(f"{w}\t{l}\r\n" for w, l in zip(words, labels)).encode())
+    ted = root / "ted_talks.jsonl.gz"
+    with gzip.open(ted, "wt", encoding="utf-8") as handle:
+        for index in range(talks):
+            handle.write(json.dumps({"talk": f"Talk_{index}", "text": talk_text(index, sentences_per_talk)}) + "\n")
+    vocabulary = sorted(set(FILLER) | {"however", "well", "done", "finished", "right"})
+    rng = np.random.default_rng(0)
+    vectors = root / "vectors.txt"
+    vectors.write_text(
+        f"{len(vocabulary)} 8\n"
+        + "".join(w + " " + " ".join(f"{x:.4f}" for x in rng.normal(size=8)) + "\n" for w in vocabulary),
+        encoding="utf-8",
+    )
+    return {"iwslt": iwslt, "ted": ted, "vectors": vectors}
+
+
+TINY_MODEL = {"name": "transformer", "d_model": 32, "heads": 4, "ffn": 64, "encoder_layers": 1,
+              "decoder_layers": 1, "dropout": 0.1, "aligned_memory": True}
+TINY_TRAIN = {"seed": 3, "device": "cpu", "threads": 1, "batch_size": 8, "seq_len": 30, "epochs": 3,
+              "lr": 0.003, "warmup_steps": 10, "label_smoothing": 0.1, "clip_norm": 1.0, "eval_every_steps": 20,
+              "log_every_steps": 5, "dev_eval_tokens": 300, "max_steps": None}

@@ -1,0 +1,86 @@
+"""The real dvc.yaml on a tiny corpus: a full `dvc repro`, a second one that does nothing, and a changed
+training setting that reruns only what depends on it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.corpus import TINY_MODEL, TINY_TRAIN, write_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+DVC = Path(sys.executable).with_name("dvc")
+SOURCES = ["dvc.yaml", "pyproject.toml", "pipeline", "punctuation", "embeddings", "models", "aligner"]
+
+pytestmark = pytest.mark.skipif(not DVC.exists(), reason="dvc is not installed next to this Python")
+
+
+def tiny_params(corpus: dict[str, Path]) -> dict:
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["profile"] = "tiny"
+    params["experiments"] = ["transformer", "blstm"]
+    params["data"].update(iwslt_dir=str(corpus["iwslt"]), ted_talks=str(corpus["ted"]))
+    params["embed"]["word_source"] = {"type": "word2vec-text", "path": str(corpus["vectors"])}
+    params["evaluate"].update(window=30, stride=15)
+    params["profiles"]["tiny"] = {
+        "data": {"train_tokens": 3000},
+        "train": {**TINY_TRAIN, "epochs": 1},
+        "experiments": {
+            "transformer": {"published": "yi_tao_2019/word", "model": TINY_MODEL, "train": {}},
+            "blstm": {"model": {"name": "blstm", "hidden": 16, "layers": 1, "dropout": 0.1}, "train": {"lr": 0.01}},
+        },
+    }
+    return params
+
+
+def dvc(workdir: Path, *args: str) -> str:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": str(workdir)}
+    result = subprocess.run([str(DVC), *args], cwd=workdir, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout + result.stderr
+
+
+def ran_stages(output: str) -> set[str]:
+    return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
+
+
+def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus")
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    for name in SOURCES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, workdir / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, workdir / name)
+    (workdir / "params.yaml").write_text(yaml.safe_dump(tiny_params(corpus)))
+    subprocess.run(["git", "init", "-q"], cwd=workdir, check=True)
+    dvc(workdir, "init", "-q")
+    dvc(workdir, "config", "core.autostage", "false")
+
+    first = ran_stages(dvc(workdir, "repro"))
+    assert first == {"prepare", "embed", "train@transformer", "train@blstm", "evaluate@transformer",
+                     "evaluate@blstm", "report"}
+    scores = json.loads((workdir / "metrics" / "eval" / "transformer.json").read_text())
+    assert set(scores) == {"ref", "asr"} and 0 <= scores["ref"]["OVERALL"]["f1"] <= 1
+    report = (workdir / "reports" / "results.md").read_text()
+    assert "| transformer" in report and "| blstm" in report and "69.4" in report  # published word variant
+
+    assert ran_stages(dvc(workdir, "repro")) == set()  # nothing changed, nothing runs
+    assert "up to date" in dvc(workdir, "status")
+
+    params = yaml.safe_load((workdir / "params.yaml").read_text())
+    params["profiles"]["tiny"]["experiments"]["blstm"]["train"]["lr"] = 0.02
+    (workdir / "params.yaml").write_text(yaml.safe_dump(params))
+    rerun = ran_stages(dvc(workdir, "repro"))
+    assert "train@blstm" in rerun and "evaluate@blstm" in rerun
+    assert not rerun & {"prepare", "embed", "train@transformer", "evaluate@transformer"}

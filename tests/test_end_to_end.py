@@ -1,0 +1,108 @@
+"""prepare -> embed -> train -> evaluate -> punctuate on a tiny corpus, through the library and the CLIs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from embeddings.cache import build_feature_cache
+from punctuation.evaluation import evaluate_model
+from punctuation.iwslt import read_iwslt
+from punctuation.prepare import prepare_data
+from punctuation.training import train_model
+from tests.corpus import SPLIT_FILES, TINY_MODEL, TINY_TRAIN, write_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("e2e")
+    corpus = write_corpus(root)
+    prepared = prepare_data(corpus["iwslt"], corpus["ted"], root / "prepared", eval_splits=SPLIT_FILES,
+                            train_tokens=6000, overlap_ngram=8, overlap_min_shared_fraction=0.02, seed=1)
+    features = root / "features"
+    build_feature_cache(root / "prepared", features,
+                        word_source={"type": "word2vec-text", "path": str(corpus["vectors"])}, oov="random")
+    result = train_model(features, root / "model", root / "state", model_config=TINY_MODEL,
+                         train_config=TINY_TRAIN, window=30, stride=15)
+    return {"root": root, "prepared": prepared, "features": features, "model": root / "model", "result": result}
+
+
+def test_training_writes_a_self_contained_model_directory(trained):
+    model_dir = trained["model"]
+    for name in ("model.pt", "config.json", "history.csv", "learning_curves.png", "embedder/embedder.json"):
+        assert (model_dir / name).exists(), name
+    metrics = trained["result"].metrics
+    assert metrics["completed"] and metrics["steps"] > 0
+    assert metrics["best_dev_f1"] > 0.6  # the marks are predictable from words: far above chance
+    history = (model_dir / "history.csv").read_text().splitlines()
+    assert history[0] == "step,epoch,train_loss,dev_loss,dev_f1,lr" and len(history) > 3
+
+
+def test_evaluation_scores_both_test_sets(trained, tmp_path):
+    results = evaluate_model(trained["model"], trained["features"], trained["root"] / "prepared", tmp_path,
+                             splits=["ref", "asr"], window=30, stride=15)
+    for split in ("ref", "asr"):
+        scores = results[split]
+        assert set(scores) >= {"COMMA", "PERIOD", "QUESTION", "OVERALL", "SER", "tokens"}
+        assert scores["OVERALL"]["f1"] > 0.6
+        predictions = read_iwslt(tmp_path / f"{split}.tsv")
+        reference = read_iwslt(trained["root"] / "prepared" / f"{split}.tsv")
+        assert predictions.words == reference.words
+        assert (tmp_path / f"confusion_{split}.png").stat().st_size > 0
+        # the standalone scorer agrees with the stage on the written predictions
+        out = subprocess.run([sys.executable, "-m", "pipeline.evaluate", str(trained["root"] / "prepared" / f"{split}.tsv"),
+                              str(tmp_path / f"{split}.tsv")], cwd=REPO, capture_output=True, text=True, check=True)
+        assert json.loads(out.stdout)["OVERALL"] == pytest.approx(scores["OVERALL"])
+
+
+def run_punctuate(model_dir: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "punctuation.cli", "--model", str(model_dir), *args],
+                          cwd=REPO, input=stdin, capture_output=True, text=True)
+
+
+def test_punctuate_text_and_iwslt_output(trained, tmp_path):
+    text = "The river stone well the story done the man right the world however the city finished " * 40
+    source = tmp_path / "input.txt"
+    source.write_text(text.upper())  # casing is stripped first
+    result = run_punctuate(trained["model"], str(source), "-o", str(tmp_path / "out.txt"))
+    assert result.returncode == 0, result.stderr
+    output = (tmp_path / "out.txt").read_text()
+    assert output[0].isupper() and "done." in output and "finished." in output
+    # nothing is lost: the same words come back, in order, whatever the length (here 640 words)
+    words = [w.strip(".,?").lower() for w in output.split()]
+    assert words == text.lower().split()
+
+    iwslt = run_punctuate(trained["model"], "--format", "iwslt", stdin=text)
+    lines = iwslt.stdout.splitlines()
+    assert len(lines) == len(text.split())
+    assert lines[6] == "done\tPERIOD" and lines[15] == "finished\tPERIOD"
+
+
+def test_punctuate_empty_and_bad_input(trained, tmp_path):
+    empty = run_punctuate(trained["model"], stdin="")
+    assert empty.returncode == 0 and empty.stdout == ""
+    missing = run_punctuate(trained["model"], str(tmp_path / "nope.txt"))
+    assert missing.returncode == 2 and "nope.txt" in missing.stderr
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"hello\nworld \xff\xfe there")
+    bad = run_punctuate(trained["model"], str(binary))
+    assert bad.returncode == 2 and "binary.txt:2" in bad.stderr and "UTF-8" in bad.stderr
+    no_model = run_punctuate(tmp_path, stdin="hello")
+    assert no_model.returncode == 2 and "config.json" in no_model.stderr
+
+
+def test_long_input_gives_identical_labels_to_a_single_window_where_they_overlap(trained):
+    from punctuation.inference import Punctuator
+
+    punctuator = Punctuator(trained["model"])
+    words = read_iwslt(trained["root"] / "prepared" / "ref.tsv").words
+    labels = punctuator.predict_labels(words)
+    assert len(labels) == len(words)
+    assert punctuator.predict_labels([]) == []

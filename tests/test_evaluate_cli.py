@@ -1,0 +1,103 @@
+"""``python -m pipeline.evaluate REFERENCE PREDICTION`` end to end (subprocess)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+KEYS = {"COMMA", "PERIOD", "QUESTION", "OVERALL", "SER"}
+
+REFERENCE = [
+    ("so", "O"), ("what", "O"), ("happened", "QUESTION"), ("well", "COMMA"),
+    ("we", "O"), ("left", "PERIOD"), ("then", "COMMA"), ("it", "O"), ("rained", "PERIOD"),
+]
+PREDICTION_LABELS = ["O", "O", "PERIOD", "COMMA", "O", "PERIOD", "O", "COMMA", "PERIOD"]
+
+
+def _write(path: Path, rows, newline: str = "\n") -> Path:
+    path.write_bytes("".join(f"{w}\t{l}{newline}" for w, l in rows).encode("utf-8"))
+    return path
+
+
+def _run(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.evaluate", *map(str, args)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )
+
+
+def _check_scores(stdout: str) -> dict:
+    scores = json.loads(stdout)  # the whole of stdout is one JSON object
+    assert isinstance(scores, dict) and set(scores) == KEYS
+    for name in ("COMMA", "PERIOD", "QUESTION", "OVERALL"):
+        assert set(scores[name]) == {"precision", "recall", "f1"}
+        assert all(0.0 <= v <= 1.0 for v in scores[name].values())
+    assert scores["SER"] >= 0.0
+    return scores
+
+
+@pytest.fixture
+def files(tmp_path):
+    ref = _write(tmp_path / "ref.txt", REFERENCE)
+    hyp = _write(tmp_path / "hyp.txt", [(w, l) for (w, _), l in zip(REFERENCE, PREDICTION_LABELS)])
+    return ref, hyp
+
+
+def test_scores_two_files(files):
+    result = _run(*files)
+    assert result.returncode == 0, result.stderr
+    scores = _check_scores(result.stdout)
+    # C = 3 (well, left, rained), S = 1 (happened), D = 1 (then), I = 1 (it); #(r != O) = 5
+    assert scores["OVERALL"]["precision"] == pytest.approx(3 / 5)
+    assert scores["OVERALL"]["recall"] == pytest.approx(3 / 5)
+    assert scores["SER"] == pytest.approx(3 / 5)
+
+
+def test_crlf_file_scores_the_same(files, tmp_path):
+    ref, hyp = files
+    crlf = _write(tmp_path / "hyp_crlf.txt",
+                  [(w, l) for (w, _), l in zip(REFERENCE, PREDICTION_LABELS)], "\r\n")
+    plain, windows = _run(ref, hyp), _run(ref, crlf)
+    assert windows.returncode == 0, windows.stderr
+    assert _check_scores(windows.stdout) == _check_scores(plain.stdout)
+
+
+def test_token_mismatch_exits_2_naming_line(files, tmp_path):
+    ref, _ = files
+    rows = [(w, l) for (w, _), l in zip(REFERENCE, PREDICTION_LABELS)]
+    rows[4] = ("WE", "O")
+    bad = _write(tmp_path / "bad.txt", rows)
+    result = _run(ref, bad)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    assert f"{bad}:5" in result.stderr and f"{ref}:5" in result.stderr
+
+
+def test_missing_token_exits_2(files, tmp_path):
+    ref, _ = files
+    short = _write(tmp_path / "short.txt", REFERENCE[:-1])
+    result = _run(ref, short)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and f"{ref}:9" in result.stderr
+
+
+def test_malformed_file_exits_2(files, tmp_path):
+    ref, _ = files
+    bad = tmp_path / "malformed.txt"
+    bad.write_text("so\tO\nwhat O O\n", encoding="utf-8")
+    result = _run(ref, bad)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and str(bad) in result.stderr
+
+
+def test_missing_file_exits_2(files, tmp_path):
+    ref, _ = files
+    result = _run(ref, tmp_path / "nope.txt")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "nope.txt" in result.stderr

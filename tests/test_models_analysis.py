@@ -1,0 +1,104 @@
+"""Word cancellation scores and the analysis figures (word cancellation bars, per-layer attention maps)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from models import build_model
+from models.analysis import plot_attention_maps, plot_word_cancellation, word_cancellation_scores
+from models.registry import PunctuationModel
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+WORDS = ["so", "we", "went", "home", "and", "then", "what", "happened"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: one intra-op thread is several times faster on a shared 2-core machine."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+class PositionWise(PunctuationModel):
+    """Reads only each word's own vector: every other word is ignored."""
+
+    def __init__(self, vector_dim=6):
+        super().__init__()
+        self.linear = torch.nn.Linear(vector_dim, 4)
+
+    def forward(self, batch):
+        return self.linear(batch["vectors"])
+
+
+def make_row(length=8, padded_to=10, dim=6, seed=0):
+    torch.manual_seed(seed)
+    mask = torch.zeros(padded_to, dtype=torch.bool)
+    mask[:length] = True
+    return {"vectors": torch.randn(padded_to, dim), "ids": torch.randint(2, 20, (padded_to,)), "mask": mask,
+            "words": WORDS[:length]}
+
+
+def test_ignored_words_give_zero_change():
+    torch.manual_seed(0)
+    model = PositionWise()
+    row = make_row()
+    deltas = word_cancellation_scores(model, row, target_position=3, label="PERIOD")
+    assert deltas.shape == (8,)
+    assert np.allclose(np.delete(deltas, 3), 0.0, atol=1e-7)
+    assert abs(deltas[3]) > 1e-4  # the target word itself matters
+
+
+@pytest.mark.parametrize("vector_dim", [6, 0])
+def test_causal_model_ignores_later_words_and_ids_are_cancelled(vector_dim):
+    torch.manual_seed(0)
+    model = build_model({"name": "lstm", "hidden": 8, "layers": 1, "dropout": 0.5}, num_labels=4,
+                        vector_dim=vector_dim, vocab_size=20)
+    row = make_row(dim=vector_dim)
+    deltas = word_cancellation_scores(model, row, target_position=4, label=2)
+    assert np.allclose(deltas[5:], 0.0, atol=1e-7)  # an LSTM never sees words after the target
+    assert np.abs(deltas[:5]).max() > 1e-5          # earlier words (vectors or ids) do matter
+    assert model.training  # the caller's mode is restored
+
+
+def test_batched_and_unbatched_rows_agree_and_bad_targets_are_refused():
+    torch.manual_seed(0)
+    model = build_model({"name": "blstm", "hidden": 8, "layers": 1, "dropout": 0.0}, num_labels=4,
+                        vector_dim=6, vocab_size=20)
+    row = make_row()
+    batched = {k: v.unsqueeze(0) if isinstance(v, torch.Tensor) else v for k, v in row.items()}
+    a = word_cancellation_scores(model, row, 2, "COMMA")
+    b = word_cancellation_scores(model, batched, 2, "COMMA")
+    assert np.allclose(a, b, atol=1e-6) and np.abs(a).max() > 0
+    with pytest.raises(ValueError, match="not a real token"):
+        word_cancellation_scores(model, row, 8)
+
+
+def _is_png(path):
+    data = path.read_bytes()
+    return len(data) > 1000 and data.startswith(PNG_MAGIC)
+
+
+def test_plot_word_cancellation_writes_png(tmp_path):
+    deltas = np.array([0.01, -0.2, 0.05, -0.4, 0.0, 0.1, -0.05, 0.02])
+    out = plot_word_cancellation(WORDS, deltas, 3, tmp_path / "figs" / "cancel.png")
+    assert out == tmp_path / "figs" / "cancel.png" and _is_png(out)
+    with pytest.raises(ValueError, match="scores"):
+        plot_word_cancellation(WORDS, deltas[:3], 3, tmp_path / "bad.png")
+
+
+def test_plot_attention_maps_from_drnn_lwma(tmp_path):
+    torch.manual_seed(0)
+    model = build_model({"name": "drnn_lwma", "hidden": 8, "layers": 3, "heads": 3, "layerwise": True,
+                         "dropout": 0.0}, num_labels=4, vector_dim=6, vocab_size=20).eval()
+    row = make_row()
+    batch = {k: v.unsqueeze(0) for k, v in row.items() if isinstance(v, torch.Tensor)}
+    maps = {name: weights[0] for name, weights in model.attention_maps(batch).items()}  # (H, T, T) each
+    maps["single head (T, T)"] = np.eye(10)
+    out = plot_attention_maps(WORDS, maps, tmp_path / "attention.png")
+    assert _is_png(out)
+    with pytest.raises(ValueError, match="no attention maps"):
+        plot_attention_maps(WORDS, {}, tmp_path / "none.png")

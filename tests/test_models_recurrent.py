@@ -1,0 +1,86 @@
+"""LSTM / BLSTM baselines: shapes, padding, direction, learning a context rule."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from models import build_model
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: one intra-op thread is several times faster on a shared 2-core machine."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def config(name, **changes):
+    return {"name": name, "hidden": 8, "layers": 2, "dropout": 0.0, **changes}
+
+
+def make_batch(batch_size=3, length=9, dim=50, short=6, seed=1):
+    torch.manual_seed(seed)
+    mask = torch.ones(batch_size, length, dtype=torch.bool)
+    mask[-1, short:] = False
+    return {"vectors": torch.randn(batch_size, length, dim), "ids": torch.randint(2, 20, (batch_size, length)),
+            "mask": mask, "labels": torch.randint(0, 4, (batch_size, length))}
+
+
+@pytest.mark.parametrize("name", ["lstm", "blstm"])
+@pytest.mark.parametrize("vector_dim", [50, 0])
+def test_shapes_loss_backward(name, vector_dim):
+    torch.manual_seed(0)
+    model = build_model(config(name, dropout=0.3), num_labels=4, vector_dim=vector_dim, vocab_size=20)
+    batch = make_batch(dim=vector_dim)
+    assert model(batch).shape == (3, 9, 4)
+    loss = model.loss(batch)
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert model.encoder.output_dim == (16 if name == "blstm" else 8)
+
+
+@pytest.mark.parametrize("name", ["lstm", "blstm"])
+def test_padding_does_not_leak(name):
+    torch.manual_seed(0)
+    model = build_model(config(name, dropout=0.5), num_labels=4, vector_dim=50, vocab_size=20).eval()
+    batch = make_batch()
+    mask = batch["mask"]
+    logits = model(batch)
+    changed = dict(batch, vectors=batch["vectors"].clone(), ids=batch["ids"].clone())
+    changed["vectors"][~mask] = 100.0
+    changed["ids"][~mask] = 7
+    assert torch.allclose(model(changed)[mask], logits[mask], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["lstm", "blstm"])
+def test_only_the_bidirectional_model_sees_later_words(name):
+    torch.manual_seed(0)
+    model = build_model(config(name), num_labels=4, vector_dim=50, vocab_size=20).eval()
+    batch = make_batch()
+    later = dict(batch, vectors=batch["vectors"].clone())
+    later["vectors"][:, 5:] += 1.0
+    unchanged = torch.allclose(model(later)[:, :5], model(batch)[:, :5], atol=1e-6)
+    assert unchanged == (name == "lstm")
+
+
+def test_blstm_overfits_a_context_rule():
+    """PERIOD before a word whose first feature is large (needs the next word); COMMA on feature 2."""
+    torch.manual_seed(0)
+    model = build_model(config("blstm", hidden=16, layers=1), num_labels=4, vector_dim=8, vocab_size=20)
+    vectors = torch.randn(8, 12, 8)
+    mask = torch.ones(8, 12, dtype=torch.bool)
+    mask[-1, 9:] = False
+    labels = torch.zeros(8, 12, dtype=torch.long)
+    labels[:, :-1] = (vectors[:, 1:, 0] > 0.5).long() * 2
+    labels[vectors[..., 1] > 1.0] = 1
+    batch = {"vectors": vectors, "ids": torch.zeros(8, 12, dtype=torch.long), "mask": mask, "labels": labels}
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        optimizer.zero_grad()
+        model.loss(batch).backward()
+        optimizer.step()
+    model.eval()
+    assert (model.predict(batch) == labels)[mask].float().mean() > 0.9

@@ -1,0 +1,99 @@
+"""Training loop: exact resume after an interruption, fingerprint checks, schedule, determinism."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from embeddings.cache import build_feature_cache
+from punctuation.prepare import prepare_data
+from punctuation.training import epoch_plan, train_model, transformer_schedule
+from tests.corpus import SPLIT_FILES, TINY_MODEL, TINY_TRAIN, write_corpus
+
+TRAIN = {**TINY_TRAIN, "epochs": 2, "eval_every_steps": 8}
+
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory):
+    root = tmp_path_factory.mktemp("training")
+    corpus = write_corpus(root, talks=20, sentences_per_talk=20)
+    prepare_data(corpus["iwslt"], corpus["ted"], root / "prepared", eval_splits=SPLIT_FILES, train_tokens=2500,
+                 overlap_ngram=8, overlap_min_shared_fraction=0.02, seed=1)
+    build_feature_cache(root / "prepared", root / "features",
+                        word_source={"type": "word2vec-text", "path": str(corpus["vectors"])}, oov="random")
+    return root / "features"
+
+
+def weights(model_dir):
+    return torch.load(model_dir / "model.pt", weights_only=True)
+
+
+def test_interrupted_training_resumes_to_the_same_model(features, tmp_path):
+    straight = train_model(features, tmp_path / "a", tmp_path / "a_state", model_config=TINY_MODEL,
+                           train_config=TRAIN, window=30, stride=15)
+    first = train_model(features, tmp_path / "b", tmp_path / "b_state", model_config=TINY_MODEL,
+                        train_config=TRAIN, window=30, stride=15, stop_after_steps=5)
+    assert first.metrics == {"completed": False, "steps": 5}
+    assert not (tmp_path / "b" / "model.pt").exists()
+    resumed = train_model(features, tmp_path / "b", tmp_path / "b_state", model_config=TINY_MODEL,
+                          train_config=TRAIN, window=30, stride=15)
+    assert resumed.metrics["steps"] == straight.metrics["steps"]
+    assert resumed.metrics["best_dev_f1"] == straight.metrics["best_dev_f1"]
+    a, b = weights(tmp_path / "a"), weights(tmp_path / "b")
+    assert all(torch.equal(a[name], b[name]) for name in a)
+    history_a = (tmp_path / "a" / "history.csv").read_text()
+    assert history_a == (tmp_path / "b" / "history.csv").read_text()
+
+
+def test_a_checkpoint_from_another_configuration_is_not_reused(features, tmp_path):
+    train_model(features, tmp_path / "m", tmp_path / "state", model_config=TINY_MODEL, train_config=TRAIN,
+                window=30, stride=15, stop_after_steps=5)
+    changed = {**TRAIN, "lr": 0.001}
+    result = train_model(features, tmp_path / "m", tmp_path / "state", model_config=TINY_MODEL,
+                         train_config=changed, window=30, stride=15)
+    reference = train_model(features, tmp_path / "fresh", tmp_path / "fresh_state", model_config=TINY_MODEL,
+                            train_config=changed, window=30, stride=15)
+    assert result.metrics["steps"] == reference.metrics["steps"]
+    a, b = weights(tmp_path / "m"), weights(tmp_path / "fresh")
+    assert all(torch.equal(a[name], b[name]) for name in a)  # started afresh, not from the stale checkpoint
+
+
+def test_model_directory_records_what_it_was_trained_with(features, tmp_path):
+    train_model(features, tmp_path / "m", tmp_path / "s", model_config=TINY_MODEL, train_config=TRAIN,
+                window=30, stride=15)
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert config["model"] == TINY_MODEL and config["train"] == TRAIN
+    assert config["labels"] == ["O", "COMMA", "PERIOD", "QUESTION"]
+    assert config["window"] == 30 and config["vector_dim"] == 8
+
+
+def test_transformer_schedule_warms_up_then_decays():
+    multiplier = transformer_schedule(100)
+    assert multiplier(1) == pytest.approx(0.01)
+    assert multiplier(100) == pytest.approx(1.0)
+    assert multiplier(400) == pytest.approx(0.5)
+
+
+def test_epoch_plans_are_seeded_and_cover_the_data_once():
+    plan = epoch_plan(10_000, 100, 32, seed=1, epoch=0)
+    assert [list(b) for b in plan] == [list(b) for b in epoch_plan(10_000, 100, 32, seed=1, epoch=0)]
+    starts = sorted(s for batch in plan for s in batch)
+    assert len(starts) == len(set(starts)) and all(b - a == 100 for a, b in zip(starts, starts[1:]))
+    assert [list(b) for b in plan] != [list(b) for b in epoch_plan(10_000, 100, 32, seed=1, epoch=1)]
+
+
+def test_a_model_that_reads_words_trains_and_punctuates_through_the_same_loop(features, tmp_path):
+    """FF2 tokenises the words itself: the loop, the evaluation and `punctuate` must hand it the words."""
+    from punctuation.inference import Punctuator
+
+    ff2 = {"name": "ff2", "pretrained": None, "interaction": True, "use_pretrained_stream": True,
+           "use_second_stream": True, "second_dim": 32, "second_layers": 1, "second_heads": 2, "fusion_heads": 2,
+           "fusion_ffn": 64, "dropout": 0.1, "rdrop_alpha": 1.0, "max_subwords": 256}
+    config = {**TRAIN, "batch_size": 2, "max_steps": 3, "eval_every_steps": 3, "dev_eval_tokens": 60, "lr": 1e-4}
+    result = train_model(features, tmp_path / "m", tmp_path / "s", model_config=ff2, train_config=config,
+                         window=30, stride=15)
+    assert result.metrics["steps"] == 3 and result.metrics["completed"]
+    words, labels = Punctuator(tmp_path / "m").punctuate("well the river done the man right " * 10)
+    assert len(words) == len(labels) == 70
