@@ -3,8 +3,7 @@
     python -m pipeline.train --experiment transformer [--params params.yaml] [--features data/features]
 
 Writes ``artifacts/EXPERIMENT/model`` (best checkpoint by dev F1, self-contained for ``punctuate``),
-keeps a resumable checkpoint in ``artifacts/EXPERIMENT/train_state`` and the summary in
-``metrics/train/EXPERIMENT.json``.
+keeps a resumable checkpoint in ``checkpoints/EXPERIMENT`` and the summary in ``metrics/train/EXPERIMENT.json``.
 """
 
 from __future__ import annotations
@@ -23,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--experiment", required=True, help="name under profiles.<profile>.experiments")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--features", default="data/features")
-    parser.add_argument("--artifacts", default="artifacts", help="parent of EXPERIMENT/model and EXPERIMENT/train_state")
+    parser.add_argument("--artifacts", default="artifacts", help="parent of EXPERIMENT/model")
+    parser.add_argument("--checkpoints", default="checkpoints", help="parent of EXPERIMENT's resumable checkpoint")
     parser.add_argument("--metrics", default="metrics/train")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     model_config, train_config = experiment_config(params, args.experiment)
     experiment_dir = Path(args.artifacts) / args.experiment
     result = train_model(
-        args.features, experiment_dir / "model", experiment_dir / "train_state",
+        args.features, experiment_dir / "model", Path(args.checkpoints) / args.experiment,
         model_config=model_config, train_config=train_config,
         window=params["evaluate"]["window"], stride=params["evaluate"]["stride"],
     )

@@ -65,13 +65,30 @@ def results_markdown(profile: str, experiments: dict[str, dict[str, Any]], publi
                      f"{t.get('train_tokens_per_second', '–')} | {t.get('train_seconds', '–')} |")
     lines += ["", "## Plots", ""]
     for name, experiment in experiments.items():
-        lines.append(f"- {name}: learning curves `artifacts/{name}/model/learning_curves.png`; confusion "
-                     + ", ".join(f"`artifacts/{name}/predictions/confusion_{s}.png`" for s in experiment["eval"]))
+        figures = experiment.get("figures") or []
+        if figures:
+            lines += [f"### {name}", ""] + [f"![{Path(f).stem}](figures/{Path(f).name})" for f in figures] + [""]
     if any(e.get("published") for e in experiments.values()):
         lines += ["", "Published figures: " + "; ".join(
             sorted({published[e["published"].split("/")[0]]["citation"] for e in experiments.values()
                     if e.get("published")}))]
     return "\n".join(lines) + "\n"
+
+
+def collect_figures(name: str, artifacts_dir: Path, figures_dir: Path) -> list[Path]:
+    """Copy an experiment's plots (learning curves, confusion matrices) next to the report."""
+    import shutil
+
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    sources = [artifacts_dir / name / "model" / "learning_curves.png",
+               *sorted((artifacts_dir / name / "predictions").glob("confusion_*.png"))]
+    copied = []
+    for source in sources:
+        if source.exists():
+            target = figures_dir / f"{name}_{source.name}"
+            shutil.copyfile(source, target)
+            copied.append(target)
+    return copied
 
 
 def collect_experiments(names: list[str], settings: dict[str, Any], eval_dir: Path,
