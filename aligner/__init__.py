@@ -1,0 +1,36 @@
+"""Forced alignment of transcripts to speech: word start/end times for the audio half of the pipeline.
+
+    from aligner import align
+    timings = align("talk.wav", ["so", "i", "do", "n't", "know"])   # -> list[WordTiming]
+
+``align(audio_path, words, *, config, backend)`` returns one :class:`WordTiming` ``(word, start, end,
+aligned)`` per input word, in order, never dropping or duplicating one. Backends (:mod:`aligner.registry`):
+``pocketsphinx`` (default; pip-only, :mod:`aligner.pocketsphinx_backend`) and ``mfa`` (the Montreal Forced
+Aligner's ``mfa`` command where a conda install put it on PATH, :mod:`aligner.mfa_backend`).
+Pronunciations and contractions: :mod:`aligner.pronounce`. Outputs: :mod:`aligner.output`. Command line:
+``python -m aligner AUDIO TRANSCRIPT -o WORDS.tsv`` (:mod:`aligner.cli`). Accuracy and speed:
+``benchmarks/alignment.py``.
+"""
+
+from aligner.output import read_alignment_table, write_alignment_table, write_textgrid, write_tsv
+from aligner.registry import DEFAULT_BACKEND, align, backend_names, get_backend, register_backend
+from aligner.timing import interpolate
+from aligner.types import AlignConfig, AlignmentError, AudioError, BackendUnavailable, WordTiming
+
+__all__ = [
+    "AlignConfig",
+    "AlignmentError",
+    "AudioError",
+    "BackendUnavailable",
+    "DEFAULT_BACKEND",
+    "WordTiming",
+    "align",
+    "backend_names",
+    "get_backend",
+    "interpolate",
+    "read_alignment_table",
+    "register_backend",
+    "write_alignment_table",
+    "write_textgrid",
+    "write_tsv",
+]

@@ -9,6 +9,8 @@ Input and output are aligned one to one (a label per token), which the strict en
 through cross-attention alone (queries and keys matched by position). With ``aligned_memory=True`` the
 decoder input at position t also receives the encoder state of token t, so the alignment is given rather than
 learned; cross-attention still sees the whole sentence. ``False`` is the strict Transformer of the paper.
+``input_scale`` multiplies the projected input vectors before the positions are added (the Transformer
+scales its embeddings by sqrt(d_model) so that they are not drowned by the positions).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from models.registry import PunctuationModel, register_model
 @register_model("transformer")
 class SelfAttentionPunctuator(PunctuationModel):
     def __init__(self, *, num_labels: int, vector_dim: int, vocab_size: int, d_model: int, heads: int,
-                 ffn: int, encoder_layers: int, decoder_layers: int, dropout: float, aligned_memory: bool):
+                 ffn: int, encoder_layers: int, decoder_layers: int, dropout: float, aligned_memory: bool,
+                 input_scale: float):
         super().__init__()
         self.num_labels = num_labels
         self.aligned_memory = aligned_memory
@@ -43,16 +46,17 @@ class SelfAttentionPunctuator(PunctuationModel):
             TransformerDecoderLayer(d_model, heads, ffn, dropout) for _ in range(decoder_layers)
         )
         self.classifier = TokenClassifier(d_model, num_labels, dropout=0.0)
-        self.scale = d_model ** 0.5
+        self.input_scale = input_scale
 
     def encode(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        x = self.encoder_positions(self.input(batch) * self.scale)
+        x = self.encoder_positions(self.input(batch) * self.input_scale)
         memory, _ = self.encoder(x, batch["mask"])
         return memory
 
     def _decode(self, previous_labels: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
                 caches: list[dict] | None = None, start: int = 0) -> torch.Tensor:
-        x = self.label_embedding(previous_labels) * self.scale
+        # unscaled: the embedding's N(0, 1) entries already match the positions' and the memory's magnitude
+        x = self.label_embedding(previous_labels)
         if self.aligned_memory:
             x = x + memory[:, start:start + x.size(1)]
         x = self.decoder_positions(x, start=start)

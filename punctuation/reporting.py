@@ -107,3 +107,48 @@ def collect_experiments(names: list[str], settings: dict[str, Any], eval_dir: Pa
             "published": (settings.get(name) or {}).get("published"),
         }
     return collected
+
+
+def example_window(labels: list[str], after_token: int, before: int = 14, after: int = 5) -> tuple[int, int, int]:
+    """``(start, end, target)``: a window around the first PERIOD at or after ``after_token``."""
+    for target in range(max(after_token, before), len(labels) - after):
+        if labels[target] == "PERIOD":
+            return target - before, target + after + 1, before
+    raise ValueError(f"no PERIOD after token {after_token} with room for a window")
+
+
+def analysis_figures(name: str, model_dir: Path, features_dir: Path, split: str, after_token: int,
+                     figures_dir: Path) -> list[Path]:
+    """The papers' analysis plots for one trained model on one example sentence of ``split``.
+
+    Every model gets the WRN paper's word-cancellation plot (how P(PERIOD) at the target moves when each
+    input word is zeroed; teacher-forced decoders are fed the reference labels); models with attention
+    maps (DRNN-LWMA) also get the per-layer attention maps of the same sentence.
+    """
+    import torch
+
+    from embeddings.cache import load_split, load_split_words
+    from models.analysis import plot_attention_maps, plot_word_cancellation, word_cancellation_scores
+    from punctuation.labels import LABELS
+    from punctuation.training import load_trained_model
+    from punctuation.windows import make_batch
+
+    model, _ = load_trained_model(model_dir)
+    features = load_split(features_dir, split)
+    words = load_split_words(features_dir, split)
+    labels = [LABELS[i] for i in features.labels]
+    start, end, target = example_window(labels, after_token)
+    batch = make_batch(features.vectors, features.ids, [(start, end)], end - start, features.labels.astype("int64"),
+                       words if model.reads_words else None)
+    window_words = words[start:end]
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    made = []
+    if not model.reads_words:  # cancelling a word of a subword model means another tokenisation: not comparable
+        deltas = word_cancellation_scores(model, batch, target, label="PERIOD")
+        made.append(plot_word_cancellation(window_words, deltas, target,
+                                           figures_dir / f"{name}_word_cancellation.png"))
+    if hasattr(model, "attention_maps") and not model.reads_words:
+        with torch.no_grad():
+            maps = {layer: weights[0] for layer, weights in model.attention_maps(batch).items()}
+        made.append(plot_attention_maps(window_words, maps, figures_dir / f"{name}_attention.png"))
+    return made

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up everything the project needs on a fresh Debian/Ubuntu machine, idempotently:
-#   - Debian packages (git for DVC; installed with apt-get when missing and we are root),
+#   - Debian packages (installed with apt-get when missing and we are root),
 #   - a virtual environment at .venv with the project and its pinned dependencies (pip path).
 # Re-running is cheap: the pip step is skipped while pyproject.toml is unchanged.
 # Conda users: see environment.yml instead.
@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
-DEBIAN_PACKAGES=(git)
+# git for DVC; flite and espeak-ng synthesise talk audio (flite also gives the aligner pronunciations);
+# pocketsphinx-testdata has real LibriVox speech for the alignment benchmark.
+DEBIAN_PACKAGES=(git flite espeak-ng pocketsphinx-testdata)
 
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do

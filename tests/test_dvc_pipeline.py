@@ -74,7 +74,11 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     assert set(scores) == {"ref", "asr"} and 0 <= scores["ref"]["OVERALL"]["f1"] <= 1
     report = (workdir / "reports" / "results.md").read_text()
     assert "| transformer" in report and "| blstm" in report and "69.4" in report  # published word variant
-    assert (workdir / "reports" / "figures" / "blstm_confusion_ref.png").exists()
+    figures = workdir / "reports" / "figures"
+    for name in ("blstm_confusion_ref.png", "transformer_learning_curves.png", "blstm_word_cancellation.png",
+                 "transformer_word_cancellation.png"):
+        assert (figures / name).exists(), name
+        assert f"figures/{name}" in report
     assert (workdir / "checkpoints" / "blstm" / "checkpoint.pt").exists()  # kept for resuming
 
     assert ran_stages(dvc(workdir, "repro")) == set()  # nothing changed, nothing runs

@@ -14,14 +14,6 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 WORDS = ["so", "we", "went", "home", "and", "then", "what", "happened"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one intra-op thread is several times faster on a shared 2-core machine."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
 
 class PositionWise(PunctuationModel):
     """Reads only each word's own vector: every other word is ignored."""

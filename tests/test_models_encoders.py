@@ -16,14 +16,6 @@ from models.encoders import (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one intra-op thread is several times faster on a shared 2-core machine."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
 
 def make_mask(batch_size=3, length=9, short=5):
     mask = torch.ones(batch_size, length, dtype=torch.bool)

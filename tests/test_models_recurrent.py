@@ -5,16 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.helpers import context_rule_batch, overfit_accuracy
+
 from models import build_model
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one intra-op thread is several times faster on a shared 2-core machine."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def config(name, **changes):
@@ -70,17 +64,4 @@ def test_blstm_overfits_a_context_rule():
     """PERIOD before a word whose first feature is large (needs the next word); COMMA on feature 2."""
     torch.manual_seed(0)
     model = build_model(config("blstm", hidden=16, layers=1), num_labels=4, vector_dim=8, vocab_size=20)
-    vectors = torch.randn(8, 12, 8)
-    mask = torch.ones(8, 12, dtype=torch.bool)
-    mask[-1, 9:] = False
-    labels = torch.zeros(8, 12, dtype=torch.long)
-    labels[:, :-1] = (vectors[:, 1:, 0] > 0.5).long() * 2
-    labels[vectors[..., 1] > 1.0] = 1
-    batch = {"vectors": vectors, "ids": torch.zeros(8, 12, dtype=torch.long), "mask": mask, "labels": labels}
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    for _ in range(150):
-        optimizer.zero_grad()
-        model.loss(batch).backward()
-        optimizer.step()
-    model.eval()
-    assert (model.predict(batch) == labels)[mask].float().mean() > 0.9
+    assert overfit_accuracy(model, context_rule_batch(), 150) > 0.9

@@ -1,0 +1,70 @@
+"""Alignment backends by name, and the :func:`align` entry point."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from aligner.timing import check_timings
+from aligner.types import AlignConfig, WordTiming
+
+__all__ = ["Backend", "DEFAULT_BACKEND", "register_backend", "get_backend", "backend_names", "align"]
+
+DEFAULT_BACKEND = "pocketsphinx"
+
+
+class Backend(Protocol):
+    name: str
+
+    def is_available(self) -> bool: ...
+
+    def align(self, audio_path: str | os.PathLike, words: Sequence[str], *,
+              config: AlignConfig) -> list[WordTiming]: ...
+
+
+_FACTORIES: dict[str, Callable[[], Backend]] = {}
+
+
+def register_backend(name: str, factory: Callable[[], Backend]) -> None:
+    """Make ``factory()`` the backend called ``name`` (replacing any earlier one)."""
+    _FACTORIES[name] = factory
+
+
+def backend_names() -> list[str]:
+    return sorted(_FACTORIES)
+
+
+def get_backend(name: str = DEFAULT_BACKEND) -> Backend:
+    """The backend registered as ``name``; ``KeyError`` listing the known names otherwise."""
+    try:
+        factory = _FACTORIES[name]
+    except KeyError:
+        raise KeyError(f"unknown alignment backend {name!r}; known: {', '.join(backend_names())}") from None
+    return factory()
+
+
+def align(audio_path: str | os.PathLike, words: Sequence[str], *, config: AlignConfig | None = None,
+          backend: str = DEFAULT_BACKEND) -> list[WordTiming]:
+    """Align ``words`` (benchmark tokens, in spoken order) to the audio file with the named backend.
+
+    Returns one :class:`WordTiming` per word, in order (unaligned words: ``aligned=False``, see
+    :class:`WordTiming`). Raises :class:`aligner.AudioError` for unusable audio and
+    :class:`aligner.BackendUnavailable` when the backend is not installed.
+    """
+    chosen = get_backend(backend)  # each backend raises BackendUnavailable itself (it knows its config)
+    words = [str(word) for word in words]
+    timings = chosen.align(audio_path, words, config=config or AlignConfig())
+    check_timings(words, timings)
+    return timings
+
+
+def _register_builtin() -> None:
+    from aligner.mfa_backend import MfaBackend
+    from aligner.pocketsphinx_backend import PocketsphinxBackend
+
+    register_backend("pocketsphinx", PocketsphinxBackend)
+    register_backend("mfa", MfaBackend)
+
+
+_register_builtin()
