@@ -7,7 +7,9 @@
 aligned)`` per input word, in order, never dropping or duplicating one. Backends (:mod:`aligner.registry`):
 ``pocketsphinx`` (default; pip-only, :mod:`aligner.pocketsphinx_backend`) and ``mfa`` (the Montreal Forced
 Aligner's ``mfa`` command where a conda install put it on PATH, :mod:`aligner.mfa_backend`).
-Pronunciations and contractions: :mod:`aligner.pronounce`. Outputs: :mod:`aligner.output`. Command line:
+Pronunciations and contractions: :mod:`aligner.pronounce`. Outputs: :mod:`aligner.output`. Scoring against
+reference word times: :mod:`aligner.evaluation`. Synthetic test speech: :mod:`aligner.synth` (over
+:mod:`audio.synthesis`). Command line:
 ``python -m aligner AUDIO TRANSCRIPT -o WORDS.tsv`` (:mod:`aligner.cli`). Accuracy and speed:
 ``benchmarks/alignment.py``.
 """

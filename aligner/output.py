@@ -14,9 +14,11 @@ __all__ = ["TABLE_COLUMNS", "write_alignment_table", "read_alignment_table", "wr
 TABLE_COLUMNS = ("talk", "token_index", "word", "start", "end", "aligned")
 
 
-def write_alignment_table(timings: Sequence[WordTiming], talk: str, path: str | os.PathLike) -> Path:
+def write_alignment_table(timings: Sequence[WordTiming], talk: str, path: str | os.PathLike, *,
+                          sources: Sequence[str] | None = None) -> Path:
     """Parquet with columns talk, token_index (0-based position in the transcript), word, start, end
-    (seconds, float64; NaN for a word with no time) and aligned (bool)."""
+    (seconds, float64; NaN for a word with no time) and aligned (bool); with ``sources`` (one string per
+    word: where its time comes from) a further string column ``source``. Written atomically."""
     import pandas as pd
 
     path = Path(path)
@@ -32,7 +34,13 @@ def write_alignment_table(timings: Sequence[WordTiming], talk: str, path: str | 
         },
         columns=list(TABLE_COLUMNS),
     )
-    frame.to_parquet(path, index=False)
+    if sources is not None:
+        if len(sources) != len(timings):
+            raise ValueError(f"{len(sources)} sources for {len(timings)} timings")
+        frame["source"] = pd.Series([str(source) for source in sources], dtype="string")
+    temporary = path.with_name(path.name + ".part")
+    frame.to_parquet(temporary, index=False)
+    os.replace(temporary, path)
     return path
 
 

@@ -7,6 +7,10 @@ per-token prosodic features and MFCC frames.
   condition), keeping the engine's own word timings; or plug in real recordings.
 * :mod:`audio.features` -- pauses, durations, f0 and energy per token with a missing-value mask, and a
   ragged MFCC store for a later speech-embedding stage.
+* :mod:`audio.stage` -- the pipeline stages as library functions: talk audio for the splits
+  (:func:`~audio.stage.make_talk_audio`), forced alignment with ASR timing inheritance
+  (:func:`~audio.stage.align_talks`), per-token feature arrays over whole splits
+  (:func:`~audio.stage.token_features`); wrapped by ``pipeline/{synthesize,align,features}.py``.
 
 Needs ``soundfile`` and ``librosa`` (pip) and the Debian packages ``flite`` and ``espeak-ng`` for synthesis.
 """

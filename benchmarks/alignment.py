@@ -4,13 +4,14 @@
                                   [--long-minutes 5] [--backend pocketsphinx] [--no-real] [--keep DIR]
 
 Synthetic speech (flite): a built-in TED-style text (contractions, numbers, names) is repeated to about
-``--minutes`` of audio and spoken by flite (``--voice``, 16 kHz). Reference word times come from flite's own
-phone durations (``flite -psdur``; the waveform is generated from exactly these), grouped into words as
-described in :mod:`aligner.synth`. The boundary error is |aligned - reference| over both boundaries (start,
-end) of every word the aligner placed confidently; reported as median, mean, share within 20 ms and 50 ms,
-for all boundaries, for boundaries next to a pause (a flite ``pau``: sentence or comma breaks) and for
-word-to-word junctions. The same audio is also aligned with white Gaussian noise added at each ``--snr``
-(dB, relative to the mean power of the whole clean signal, pauses included).
+``--minutes`` of audio and spoken by flite (``--voice``, 16 kHz) through :mod:`aligner.synth`, i.e. the
+pipeline's own synthesis (:func:`audio.synthesis.synthesize_talk`). Reference word times are the engine's own
+phone spans (the waveform is generated from exactly these). The boundary error is |aligned - reference| over
+both boundaries (start, end) of every word the aligner placed confidently; reported as median, mean, share
+within 20 ms and 50 ms, for all boundaries, for boundaries next to a pause (silence in the engine's output:
+sentence or comma breaks) and for word-to-word junctions (:mod:`aligner.evaluation`, which the
+pipeline's alignment stage uses for the same figures). The same audio is also aligned with white Gaussian
+noise added at each ``--snr`` (dB, relative to the mean power of the whole clean signal, pauses included).
 
 Real speech: the five LibriVox clips of Debian's ``pocketsphinx-testdata`` (16 kHz read speech, 25 s in
 all) with their transcripts. The package ships no reference word times (only the transcripts and a
@@ -42,6 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aligner import AlignConfig, WordTiming, align  # noqa: E402
 from aligner.audio import SAMPLE_RATE, load_audio  # noqa: E402
+from aligner.evaluation import boundary_errors as score_boundaries  # noqa: E402
+from aligner.evaluation import summarise_errors  # noqa: E402
 from aligner.synth import Reference, flite_available, synthesize  # noqa: E402
 
 TEXT = """\
@@ -68,23 +71,15 @@ butter. Thank you very much.
 
 
 def summarise(errors: list[float]) -> str:
-    if not errors:
+    summary = summarise_errors(errors)
+    if not summary["n"]:
         return "n=0"
-    values = np.asarray(errors) * 1000.0
-    return (f"n={len(values):4d}  median {np.median(values):6.1f} ms  mean {values.mean():6.1f} ms  "
-            f"<=20 ms {np.mean(values <= 20) * 100:5.1f} %  <=50 ms {np.mean(values <= 50) * 100:5.1f} %")
+    return (f"n={summary['n']:4d}  median {summary['median_ms']:6.1f} ms  mean {summary['mean_ms']:6.1f} ms  "
+            f"<=20 ms {summary['within_20ms'] * 100:5.1f} %  <=50 ms {summary['within_50ms'] * 100:5.1f} %")
 
 
 def boundary_errors(reference: Reference, timings: list[WordTiming]) -> dict[str, list[float]]:
-    groups: dict[str, list[float]] = {"all": [], "pause": [], "junction": []}
-    for index, (ref, hyp) in enumerate(zip(reference.timings, timings)):
-        if not (ref.has_time and hyp.aligned and hyp.has_time):
-            continue
-        for error, at_pause in ((abs(hyp.start - ref.start), reference.pause_before[index]),
-                                (abs(hyp.end - ref.end), reference.pause_after[index])):
-            groups["all"].append(error)
-            groups["pause" if at_pause else "junction"].append(error)
-    return groups
+    return score_boundaries(reference.timings, timings, reference.pause_before, reference.pause_after)
 
 
 def timed_align(path: Path, words: list[str], backend: str, config: AlignConfig) -> tuple[list[WordTiming], float]:

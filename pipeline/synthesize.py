@@ -1,0 +1,74 @@
+"""DVC stage ``synthesize``: audio for every talk of the benchmark splits (synthetic speech or real recordings).
+
+    python -m pipeline.synthesize [--params params.yaml] [--prepared data/prepared] [--out data/audio]
+                                  [--metrics metrics/audio.json]
+
+Reads ``data.iwslt_dir`` (the XML sources that cut test2011/test2011asr into talks) and the ``audio`` section
+of the params file, and runs :func:`audio.stage.make_talk_audio`: per talk ``<out>/<split>/<talk>.wav`` (+ the
+engine's word timings), the talks table ``<out>/talks.tsv`` and ``<out>/audio_report.json``. Resumable: a talk
+already made with the same settings is kept. Writes the report to the metrics file and prints a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from audio.stage import make_talk_audio
+from punctuation.params import load_params, require
+
+METRICS_PATH = Path("metrics/audio.json")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.synthesize", description=__doc__.splitlines()[0])
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    parser.add_argument("--prepared", default="data/prepared", help="prepared splits (default: data/prepared)")
+    parser.add_argument("--out", default="data/audio", help="output folder (default: data/audio)")
+    parser.add_argument("--metrics", default=str(METRICS_PATH), help=f"report as JSON (default: {METRICS_PATH})")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+
+    params = load_params(args.params)
+    data = require(params, "data", "params")
+    audio = require(params, "audio", "params")
+    split_tokens = require(audio, "split_tokens", "audio")
+    report = make_talk_audio(
+        args.prepared,
+        require(data, "iwslt_dir", "data"),
+        args.out,
+        source=require(audio, "source", "audio"),
+        real_audio_dir=require(audio, "real_audio_dir", "audio"),
+        text=require(audio, "text", "audio"),
+        voices=list(require(audio, "voices", "audio")),
+        rate_range=[float(x) for x in require(audio, "rate_range", "audio")],
+        pitch_range=[float(x) for x in require(audio, "pitch_range", "audio")],
+        seed=int(require(audio, "seed", "audio")),
+        max_chunk_tokens=int(require(audio, "max_chunk_tokens", "audio")),
+        dev_pseudo_talk_tokens=int(require(audio, "dev_pseudo_talk_tokens", "audio")),
+        split_tokens={split: (None if limit is None else int(limit)) for split, limit in split_tokens.items()},
+        talk_sources=dict(require(audio, "talk_sources", "audio")),
+        progress=not args.quiet,
+    )
+    metrics_path = Path(args.metrics)
+    metrics_path.parent.mkdir(parents=True, exist_ok=True)
+    metrics_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    print(f"synthesize: {report['source']} ({report['text']}), {report['seconds']:.1f} s -> {args.out}; "
+          f"{report['hours_total']:.2f} h of audio")
+    for split, info in report["splits"].items():
+        rate = info["compute_seconds_per_audio_minute"]
+        print(f"  {split}: {info['talks_with_audio']}/{info['talks']} talks with audio, {info['minutes']:.1f} min, "
+              f"{info['tokens_with_audio']:,}/{info['tokens']:,} tokens; made {info['talks_made_this_run']}, "
+              f"reused {info['talks_reused']}, failed {info['talks_failed']}, excluded {info['talks_excluded']}"
+              + (f"; {rate} s per audio minute" if rate is not None else ""))
+    for failure in report["failed"]:
+        print(f"  FAILED {failure['split']} {failure['talk']}: {failure['error']}")
+    print(f"  wrote {metrics_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
