@@ -1,10 +1,10 @@
 """Speed benchmark: training tokens/s of each experiment's model and ``punctuate`` words/s.
 
-    .venv/bin/python benchmarks/speed.py [--params params.yaml] [--steps 20] [--model artifacts/transformer/model]
+    .venv/bin/python benchmarks/speed.py [--params params.yaml] [--steps 20] [--artifacts artifacts]
 
 Training speed is measured on random input vectors of the cached dimension (forward + backward + Adam step,
 batch and sequence length from the active profile); punctuation speed runs the ``punctuate`` library path
-(tokenise, embed, windowed greedy decoding, render) of a trained model directory on the Ref test text.
+(tokenise, embed, windowed decoding, render) of each experiment's trained model directory on the Ref test text.
 Prints one line per figure; nothing is asserted (targets live here, not in timed tests).
 """
 
@@ -61,7 +61,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--vector-dim", type=int, default=50)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the profile's)")
-    parser.add_argument("--model", default="artifacts/transformer/model")
+    parser.add_argument("--artifacts", default="artifacts", help="parent of EXPERIMENT/model directories")
     parser.add_argument("--text", default="data/prepared/ref.tsv", help="IWSLT file whose words are punctuated")
     args = parser.parse_args()
 
@@ -73,15 +73,19 @@ def main() -> None:
         model_config, train_config = experiment_config(params, name)
         speed = training_tokens_per_second(model_config, train_config, vector_dim=args.vector_dim, steps=args.steps)
         print(f"train {name}: {speed:,.0f} tokens/s (batch {train_config['batch_size']} x {train_config['seq_len']})")
-    if Path(args.model, "config.json").exists() and Path(args.text).exists():
-        from punctuation.iwslt import read_iwslt
+    if not Path(args.text).exists():
+        print(f"punctuate: skipped (needs {args.text}: run `dvc repro` first)")
+        return
+    from punctuation.iwslt import read_iwslt
 
-        text = " ".join(read_iwslt(args.text).words)
-        speed, load_seconds, words = punctuate_words_per_second(Path(args.model), text)
-        print(f"punctuate {args.model}: {speed:,.0f} words/s on {words} words (model + vectors load {load_seconds:.1f} s)")
-    else:
-        print(f"punctuate: skipped (needs a trained {args.model} and {args.text}: run `dvc repro` first)")
-
+    text = " ".join(read_iwslt(args.text).words)
+    for name in params["experiments"]:
+        model_dir = Path(args.artifacts) / name / "model"
+        if not (model_dir / "config.json").exists():
+            print(f"punctuate {name}: skipped (no trained {model_dir})")
+            continue
+        speed, load_seconds, words = punctuate_words_per_second(model_dir, text)
+        print(f"punctuate {name}: {speed:,.0f} words/s on {words} words (model + vectors load {load_seconds:.1f} s)")
 
 if __name__ == "__main__":
     main()
