@@ -32,6 +32,13 @@ from embeddings.sources import (
     source_fingerprint,
     validate_spec,
 )
+from embeddings.speech_sources import (
+    SpeechVectors,
+    check_combine,
+    combine_vectors,
+    speech_fingerprint,
+    validate_speech_spec,
+)
 from punctuation.iwslt import read_iwslt
 from punctuation.labels import LABEL_TO_ID
 
@@ -51,6 +58,9 @@ EMBEDDER_DIR = "embedder"
 EMBEDDER_JSON = "embedder.json"
 VOCAB_TXT = "vocab.txt"
 ARRAYS: tuple[str, ...] = ("vectors", "ids", "labels", "oov")
+#: Written with a speech source: which tokens got a speech vector; and the speech settings beside the embedder.
+SPEECH_ARRAY = "has_speech"
+SPEECH_JSON = "speech.json"
 
 #: Salt of the per-word seed of ``random`` OOV vectors (changing it changes every random vector).
 _RANDOM_SALT = b"embeddings.oov.random/v1\0"
@@ -330,9 +340,12 @@ class TokenEmbedder:
 
 
 def _cache_key(inputs: dict[str, str], spec: dict[str, Any], fingerprint: str, oov: str,
-               splits: Sequence[str], vocab_min_count: int) -> dict[str, Any]:
-    """Everything a cache's content depends on; a cache is reused only if its manifest records all of it."""
-    return {
+               splits: Sequence[str], vocab_min_count: int, speech: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything a cache's content depends on; a cache is reused only if its manifest records all of it.
+
+    ``speech`` (spec, fingerprint, combine) is only part of the key when there is a speech source, so a
+    word-only cache keeps the manifest it had before speech sources existed."""
+    key = {
         "cache_format": CACHE_FORMAT,
         "inputs": {split: {"file": f"{split}.tsv", "sha256": digest} for split, digest in inputs.items()},
         "word_source": spec,
@@ -342,6 +355,9 @@ def _cache_key(inputs: dict[str, str], spec: dict[str, Any], fingerprint: str, o
         "vocab_min_count": vocab_min_count,
         "split_names": list(splits),
     }
+    if speech is not None:
+        key["speech"] = speech
+    return key
 
 
 def _up_to_date(out_dir: Path, key: dict[str, Any]) -> bool:
@@ -355,6 +371,8 @@ def _up_to_date(out_dir: Path, key: dict[str, Any]) -> bool:
     needed = [out_dir / EMBEDDER_DIR / EMBEDDER_JSON, out_dir / EMBEDDER_DIR / VOCAB_TXT]
     needed += [out_dir / split / f"{name}.npy" for split in key["split_names"] for name in ARRAYS]
     needed += [out_dir / split / WORDS_FILE for split in key["split_names"]]
+    if "speech" in key:
+        needed += [out_dir / split / f"{SPEECH_ARRAY}.npy" for split in key["split_names"]]
     return all(path.is_file() for path in needed)
 
 
@@ -363,7 +381,7 @@ def _coverage(n: int, oov: int) -> float | None:
 
 
 def _write_split(split: str, words: list[str], labels: list[str], source: Path, embedder: TokenEmbedder,
-                 split_dir: Path) -> dict[str, Any]:
+                 split_dir: Path, speech: SpeechVectors | None = None, combine: str = "sum") -> dict[str, Any]:
     split_dir.mkdir(parents=True)
     n = len(words)
     try:
@@ -372,14 +390,20 @@ def _write_split(split: str, words: list[str], labels: list[str], source: Path, 
         raise ValueError(f"{source}: unknown label {error.args[0]!r}; expected one of {list(LABEL_TO_ID)}") from None
     if len(label_ids) != n:
         raise ValueError(f"{source}: {n} words but {len(label_ids)} labels")
-    vectors = np.lib.format.open_memmap(split_dir / "vectors.npy", mode="w+", dtype=np.float32, shape=(n, embedder.dim))
+    speech_vectors, has_speech = (None, None) if speech is None else speech.for_split(split, words)
+    dim = embedder.dim if speech is None else combine_vectors(
+        np.zeros((0, embedder.dim), np.float32), np.zeros((0, speech.dim), np.float32), combine).shape[1]
+    vectors = np.lib.format.open_memmap(split_dir / "vectors.npy", mode="w+", dtype=np.float32, shape=(n, dim))
     ids = np.empty(n, dtype=np.int32)
     oov = np.empty(n, dtype=bool)
     with tqdm(total=n, desc=f"embed {split}", unit="tok", unit_scale=True, leave=False) as bar:
         for start in range(0, n, _CHUNK_TOKENS):
             stop = min(n, start + _CHUNK_TOKENS)
             chunk = embedder.embed(words[start:stop])
-            vectors[start:stop] = chunk.vectors
+            if speech_vectors is None:
+                vectors[start:stop] = chunk.vectors
+            else:
+                vectors[start:stop] = combine_vectors(chunk.vectors, speech_vectors[start:stop], combine)
             ids[start:stop] = chunk.ids
             oov[start:stop] = chunk.oov
             bar.update(stop - start)
@@ -393,7 +417,13 @@ def _write_split(split: str, words: list[str], labels: list[str], source: Path, 
     types = set(words)
     oov_types = {w for w, flag in zip(words, oov.tolist()) if flag}
     oov_tokens = int(oov.sum())
+    extra: dict[str, Any] = {}
+    if has_speech is not None:
+        np.save(split_dir / f"{SPEECH_ARRAY}.npy", has_speech)
+        extra = {"speech_tokens": int(has_speech.sum()), "coverage_speech_tokens": _coverage(n, n - int(has_speech.sum())),
+                 "speech_types": len({w for w, flag in zip(words, has_speech.tolist()) if flag})}
     return {
+        **extra,
         "tokens": n,
         "oov_tokens": oov_tokens,
         "oov_types": len(oov_types),
@@ -455,6 +485,8 @@ def build_feature_cache(
     splits: Sequence[str] = SPLITS,
     vocab_min_count: int = 1,
     force: bool = False,
+    speech_source: dict[str, Any] | None = None,
+    combine: str = "sum",
 ) -> CachePaths:
     """Build (or reuse) the feature cache of ``prepared_dir/<split>.tsv`` under ``out_dir``.
 
@@ -463,6 +495,9 @@ def build_feature_cache(
     existing cache is reused when its manifest matches every input hash, the spec, the source fingerprint,
     the OOV policy, the vocab settings and the format; otherwise everything is rebuilt in a temporary
     sibling directory that replaces ``out_dir`` only when complete.
+
+    ``speech_source`` (see :mod:`embeddings.speech_sources`) adds a speech part to every token's vector,
+    summed with or concatenated to the word vector (``combine``); its files' content is part of the key.
     """
     started = time.perf_counter()
     prepared_dir, out_dir = Path(prepared_dir), Path(out_dir)
@@ -479,7 +514,12 @@ def build_feature_cache(
             raise FileNotFoundError(f"prepared split {split!r} not found: {path}")
     inputs = {split: file_sha256(path) for split, path in input_paths.items()}
     fingerprint = source_fingerprint(spec)
-    key = _cache_key(inputs, spec, fingerprint, oov, splits, vocab_min_count)
+    speech_spec = validate_speech_spec(speech_source)
+    check_combine(combine)
+    speech_key = None
+    if speech_spec["type"] != NONE:
+        speech_key = {"source": speech_spec, "fingerprint": speech_fingerprint(speech_spec, splits), "combine": combine}
+    key = _cache_key(inputs, spec, fingerprint, oov, splits, vocab_min_count, speech_key)
     split_dirs = {split: out_dir / split for split in splits}
 
     if not force and _up_to_date(out_dir, key):
@@ -496,20 +536,31 @@ def build_feature_cache(
         vocab = build_vocab(data[VOCAB_SPLIT].words, vocab_min_count)
         load_start = time.perf_counter()
         embedder = TokenEmbedder(spec, oov, vocab, fingerprint=fingerprint)
+        speech = SpeechVectors(speech_spec) if speech_key is not None else None
+        if speech is not None:
+            # fails early, naming both dimensions, when they cannot be summed
+            combine_vectors(np.zeros((0, embedder.dim), np.float32), np.zeros((0, speech.dim), np.float32), combine,
+                            where=f"feature cache {out_dir}: ")
         load_seconds = time.perf_counter() - load_start
         stats = {}
         for split in splits:
             tokens = data[split]
             stats[split] = _write_split(
-                split, list(tokens.words), list(tokens.labels), input_paths[split], embedder, tmp / split
+                split, list(tokens.words), list(tokens.labels), input_paths[split], embedder, tmp / split,
+                speech, combine,
             )
         embedder.save(tmp / EMBEDDER_DIR)
+        if speech is not None:
+            (tmp / EMBEDDER_DIR / SPEECH_JSON).write_text(
+                json.dumps({**speech_key, "dim": speech.dim, "needs_audio": speech.needs_audio}, indent=2) + "\n",
+                encoding="utf-8")
         # Guard against inputs changing while we read them: the manifest must describe what was read.
-        if {s: file_sha256(p) for s, p in input_paths.items()} != inputs or source_fingerprint(spec) != fingerprint:
+        if ({s: file_sha256(p) for s, p in input_paths.items()} != inputs or source_fingerprint(spec) != fingerprint
+                or (speech_key is not None and speech_fingerprint(speech_spec, splits) != speech_key["fingerprint"])):
             raise FeatureCacheError(f"inputs of {out_dir} changed during the build; run it again")
         manifest = {
             **key,
-            "dim": embedder.dim,
+            "dim": int(np.load(tmp / splits[0] / "vectors.npy", mmap_mode="r").shape[1]),
             "vocab_size": len(vocab),
             "vocab_sha256": vocab_sha256(vocab),
             "oov_fallback": "strip-mangled-prefix",

@@ -1,11 +1,13 @@
 """DVC stage ``embed``: look up word vectors for every prepared token and cache them as arrays.
 
     python -m pipeline.embed [--params params.yaml] [--prepared data/prepared] [--out data/features]
-                             [--metrics metrics/embedding_coverage.json]
+                             [--metrics metrics/embedding_coverage.json] [--feature-set NAME]
 
-Reads ``embed.word_source`` and ``embed.oov`` and ``embed.vocab_min_count`` from the
-params file (only the ``embed`` section, which is what dvc.yaml declares for this stage); the splits are
+Reads ``embed.word_source``, ``embed.oov`` and ``embed.vocab_min_count`` from the params file; the splits are
 ``train dev ref asr``, as the prepare stage writes them. An up-to-date cache is reused.
+With ``--feature-set NAME`` (DVC stage ``embed_set@NAME``) the entry ``embed.feature_sets.NAME`` chooses the
+inputs instead: its ``word_source`` (default ``embed.word_source``), ``speech_source`` (see
+``embeddings/speech_sources.py``) and ``combine`` (``sum`` or ``concat``).
 Writes the per-split coverage figures to the metrics file and prints them.
 """
 
@@ -21,7 +23,9 @@ from typing import Sequence
 from embeddings.cache import SPLITS, build_feature_cache, read_manifest
 from punctuation.params import load_params, require
 
-COVERAGE_FIELDS = ("tokens", "oov_tokens", "oov_types", "types", "coverage_tokens", "coverage_types", "unk_tokens")
+COVERAGE_FIELDS = ("tokens", "oov_tokens", "oov_types", "types", "coverage_tokens", "coverage_types", "unk_tokens",
+                   "speech_tokens", "coverage_speech_tokens", "speech_types")
+FEATURE_SET_KEYS = {"word_source", "speech_source", "combine"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -31,24 +35,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="data/features")
     parser.add_argument("--metrics", default="metrics/embedding_coverage.json")
     parser.add_argument("--force", action="store_true", help="rebuild even if the cache is up to date")
+    parser.add_argument("--feature-set", help="build embed.feature_sets.NAME instead of the main word features")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     params = load_params(args.params)
     embed = require(params, "embed", "params")
+    word_source, speech_source, combine = require(embed, "word_source", "embed"), None, "sum"
+    if args.feature_set:
+        sets = embed.get("feature_sets") or {}
+        if args.feature_set not in sets:
+            raise SystemExit(f"error: embed.feature_sets has no entry {args.feature_set!r} (has {sorted(sets)})")
+        entry = sets[args.feature_set] or {}
+        unknown = set(entry) - FEATURE_SET_KEYS
+        if unknown:
+            raise SystemExit(f"error: embed.feature_sets.{args.feature_set}: unknown keys {sorted(unknown)}; "
+                             f"expected {sorted(FEATURE_SET_KEYS)}")
+        word_source = entry.get("word_source") or word_source
+        speech_source, combine = entry.get("speech_source"), entry.get("combine", "sum")
     started = time.perf_counter()
     paths = build_feature_cache(
         args.prepared,
         args.out,
-        word_source=require(embed, "word_source", "embed"),
+        word_source=word_source,
         oov=require(embed, "oov", "embed"),
         splits=SPLITS,
         vocab_min_count=int(embed["vocab_min_count"]),
         force=args.force,
+        speech_source=speech_source,
+        combine=combine,
     )
     seconds = time.perf_counter() - started
     manifest = read_manifest(paths.root)
-    coverage = {split: {k: stats[k] for k in COVERAGE_FIELDS} for split, stats in manifest["splits"].items()}
+    coverage = {split: {k: stats[k] for k in COVERAGE_FIELDS if k in stats}
+                for split, stats in manifest["splits"].items()}
     metrics_path = Path(args.metrics)
     metrics_path.parent.mkdir(parents=True, exist_ok=True)
     metrics_path.write_text(json.dumps(coverage, indent=2) + "\n", encoding="utf-8")

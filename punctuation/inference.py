@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from embeddings.cache import TokenEmbedder
+from embeddings.cache import SPEECH_JSON, TokenEmbedder
+from embeddings.speech_sources import SpeechVectors, combine_vectors
 from punctuation.labels import LABELS, MARK_OF_LABEL, SENTENCE_END_LABELS
 from punctuation.text import tokenize_for_inference
 from punctuation.training import load_trained_model, to_device
@@ -28,6 +29,23 @@ class Punctuator:
         model_dir = Path(model_dir)
         self.model, self.config = load_trained_model(model_dir, device=device)
         self.embedder = TokenEmbedder.load(model_dir / "embedder")
+        self.speech: SpeechVectors | None = None
+        self.combine = "sum"
+        speech_json = model_dir / "embedder" / SPEECH_JSON
+        if speech_json.is_file():
+            import json
+
+            speech = json.loads(speech_json.read_text(encoding="utf-8"))
+            if speech.get("needs_audio"):
+                raise ValueError(
+                    f"{model_dir}: this model reads per-token audio features (speech source "
+                    f"{speech['source']['type']!r}), which text alone cannot give; punctuate text with a model trained "
+                    f"on word vectors or type-level speech vectors (e.g. artifacts/variants/<run>/<experiment>/model "
+                    f"of a speech2vec feature set)"
+                )
+            # type-level speech vectors: looked up by word, as in training
+            self.speech = SpeechVectors(speech["source"])
+            self.combine = speech["combine"]
         self.device = torch.device(device)
         self.window = window or int(self.config["window"])
         self.stride = stride or int(self.config["stride"])
@@ -38,9 +56,12 @@ class Punctuator:
         if not words:
             return []
         embedded = self.embedder.embed(words)
+        vectors = embedded.vectors
+        if self.speech is not None:
+            vectors = combine_vectors(vectors, self.speech.type_level(words)[0], self.combine)
         predicted = predict_stream(
             lambda batch: self.model.predict(to_device(batch, self.device)),
-            embedded.vectors, embedded.ids.astype(np.int64), window=self.window, stride=self.stride,
+            vectors, embedded.ids.astype(np.int64), window=self.window, stride=self.stride,
             batch_size=self.batch_size, words=words if self.model.reads_words else None,
         )
         return [LABELS[i] for i in predicted]

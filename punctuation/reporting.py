@@ -152,3 +152,75 @@ def analysis_figures(name: str, model_dir: Path, features_dir: Path, split: str,
             maps = {layer: weights[0] for layer, weights in model.attention_maps(batch).items()}
         made.append(plot_attention_maps(window_words, maps, figures_dir / f"{name}_attention.png"))
     return made
+
+
+#: Feature set name -> how the report names it (the word-only run is the experiment itself).
+FEATURE_SET_TITLES = {"learned": "learned embeddings", "word": "word (GloVe)", "speech": "speech (Speech2Vec)",
+                      "word_speech": "word + speech (sum)", "word_occurrence": "word + speech per occurrence (sum)",
+                      "word_acoustic": "word ⊕ acoustic features (concat)"}
+
+
+def collect_variants(variants: dict[str, dict[str, Any]], experiments: dict[str, Any], eval_dir: Path,
+                     train_dir: Path, variant_eval_dir: Path, variant_train_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """Per architecture, its runs on each feature set: the word-only experiment first (when it was run)."""
+    by_experiment: dict[str, list[dict[str, Any]]] = {}
+    for run, entry in variants.items():
+        experiment = entry["experiment"]
+        rows = by_experiment.setdefault(experiment, [])
+        if not rows and (eval_dir / f"{experiment}.json").exists():
+            word = collect_experiments([experiment], experiments, eval_dir, train_dir)[experiment]
+            rows.append({"run": experiment, "features": "word", **word})
+        found = collect_experiments([experiment], {experiment: entry}, variant_eval_dir / run, variant_train_dir / run)
+        rows.append({"run": run, "features": entry["features"], **found[experiment]})
+    return by_experiment
+
+
+def variants_markdown(profile: str, by_experiment: dict[str, list[dict[str, Any]]], published: dict[str, Any],
+                      coverage: dict[str, dict[str, Any]], speech2vec: dict[str, Any] | None, audio_text: str) -> str:
+    """The word/speech variants side by side: overall F1 and SER on Ref and ASR, next to the published F1."""
+    lines = [f"# Word and speech inputs (profile `{profile}`)", "",
+             f"Speech comes from the talk audio of the audio stages (`audio.text: {audio_text}`); "
+             "figures in %, overall = micro-average over COMMA/PERIOD/QUESTION.", ""]
+    if profile != "paper":
+        lines += ["Our runs use the reduced CPU profile, not the papers' configurations.", ""]
+    header = ["model", "input", "Ref F1", "Ref SER", "ASR F1", "ASR SER", "published Ref F1", "published ASR F1",
+              "train tokens with speech", "Ref tokens with speech"]
+    for experiment, rows in by_experiment.items():
+        lines += [f"## {experiment}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for row in rows:
+            paper = published_figures(row.get("published"), published) or {}
+            cov = coverage.get(row["features"], {})
+            cells = [row["run"], FEATURE_SET_TITLES.get(row["features"], row["features"])]
+            for split in ("ref", "asr"):
+                scores = row["eval"].get(split)
+                cells += ["–", "–"] if scores is None else [f"**{_pct(scores['OVERALL']['f1'])}**", _pct(scores["SER"])]
+            cells += [str(paper.get("ref", {}).get("f1", "–")), str(paper.get("asr", {}).get("f1", "–"))]
+            for split in ("train", "ref"):
+                value = (cov.get(split) or {}).get("coverage_speech_tokens")
+                cells.append("–" if value is None else f"{value:.1f}")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    if speech2vec:
+        lines += ["## Speech2Vec", "",
+                  f"{speech2vec['training_segments']:,} training segments, {speech2vec['vocabulary']:,} type-level "
+                  f"vectors, trained in {speech2vec['train_seconds']:.0f} s (see `reports/speech2vec_report.md`).", ""]
+        sim = speech2vec.get("word_similarity", {})
+        if sim:
+            lines += ["| source | WordSim-353 pairs covered | Spearman ρ (own pairs) | ρ (pairs both cover) |",
+                      "|---|---|---|---|"]
+            for name, row in sim["sources"].items():
+                lines.append(f"| {name} | {row['covered_pairs']} | {row['spearman_own']} | {row['spearman_common']} |")
+            lines.append("")
+        homophones = speech2vec.get("homophones", {})
+        if homophones:
+            lines += ["| source | homophone pairs covered | mean cosine | random-pair cosine | median rank |",
+                      "|---|---|---|---|---|"]
+            for name, row in homophones.items():
+                lines.append(f"| {name} | {row['covered_pairs']} | {row['mean_cosine']} | "
+                             f"{row['random_pair_mean_cosine']} | {row['median_rank']} |")
+            lines.append("")
+    cites = {published[r["published"].split("/")[0]]["citation"] for rows in by_experiment.values() for r in rows
+             if r.get("published")}
+    if cites:
+        lines += ["Published figures: " + "; ".join(sorted(cites))]
+    return "\n".join(lines) + "\n"

@@ -29,7 +29,12 @@ def tiny_params(corpus: dict[str, Path]) -> dict:
     params["data"].update(iwslt_dir=str(corpus["iwslt"]), ted_talks=str(corpus["ted"]))
     params["embed"]["word_source"] = {"type": "word2vec-text", "path": str(corpus["vectors"])}
     params["evaluate"].update(window=30, stride=15)
-    params["audio"]["split_tokens"] = {}  # the audio stages run, but make no speech for the tiny corpus
+    # speech for two training talks only: enough for Speech2Vec and the speech feature sets to run for real
+    params["audio"]["split_tokens"] = {"train": 600}
+    params["speech2vec"].update(dim=8, encoder_hidden=8, decoder_hidden=8, epochs=1, min_count=1, batch_size=16,
+                                threads=1, train_splits=["train"])
+    params["variants"] = {"blstm_word_speech": {"experiment": "blstm", "features": "word_speech"},
+                          "blstm_word_acoustic": {"experiment": "blstm", "features": "word_acoustic"}}
     params["profiles"]["tiny"] = {
         "data": {"train_tokens": 3000},
         "train": {**TINY_TRAIN, "epochs": 1},
@@ -69,8 +74,16 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     dvc(workdir, "config", "core.autostage", "false")
 
     first = ran_stages(dvc(workdir, "repro"))
+    variant_stages = {f"{stage}@{run}" for stage in ("train_variant", "evaluate_variant")
+                      for run in ("blstm_word_speech", "blstm_word_acoustic")}
+    feature_sets = {f"embed_set@{name}" for name in tiny_params(corpus)["embed"]["feature_sets"]}
     assert first == {"prepare", "embed", "train@transformer", "train@blstm", "evaluate@transformer",
-                     "evaluate@blstm", "report", "synthesize", "align", "features"}
+                     "evaluate@blstm", "report", "synthesize", "align", "features", "speech2vec",
+                     "report_variants"} | variant_stages | feature_sets
+    variants_report = (workdir / "reports" / "variants.md").read_text()
+    assert "| blstm_word_speech |" in variants_report and "| blstm |" in variants_report
+    speech2vec = json.loads((workdir / "metrics" / "speech2vec.json").read_text())
+    assert speech2vec["training_segments"] > 100 and speech2vec["vocabulary"] > 10
     scores = json.loads((workdir / "metrics" / "eval" / "transformer.json").read_text())
     assert set(scores) == {"ref", "asr"} and 0 <= scores["ref"]["OVERALL"]["f1"] <= 1
     report = (workdir / "reports" / "results.md").read_text()
@@ -90,5 +103,6 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     (workdir / "params.yaml").write_text(yaml.safe_dump(params))
     rerun = ran_stages(dvc(workdir, "repro"))
     assert "train@blstm" in rerun and "evaluate@blstm" in rerun
-    assert not rerun & {"prepare", "embed", "train@transformer", "evaluate@transformer", "synthesize", "align",
-                        "features"}
+    assert {"train_variant@blstm_word_speech", "train_variant@blstm_word_acoustic"} <= rerun
+    assert not rerun & ({"prepare", "embed", "train@transformer", "evaluate@transformer", "synthesize", "align",
+                         "features", "speech2vec"} | feature_sets)
