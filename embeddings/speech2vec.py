@@ -352,7 +352,7 @@ def train_speech2vec(acoustic_dir: str | Path, prepared_dir: str | Path, out_dir
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            total += float(loss)
+            total += loss.item()
             batches += 1
             bar.set_postfix(loss=f"{total / batches:.4f}")
         losses.append(total / max(batches, 1))

@@ -106,3 +106,12 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     assert {"train_variant@blstm_word_speech", "train_variant@blstm_word_acoustic"} <= rerun
     assert not rerun & ({"prepare", "embed", "train@transformer", "evaluate@transformer", "synthesize", "align",
                          "features", "speech2vec"} | feature_sets)
+
+    # swapping how one feature set combines word and speech reruns that set and its runs only
+    params["embed"]["feature_sets"]["word_speech"]["combine"] = "concat"
+    (workdir / "params.yaml").write_text(yaml.safe_dump(params))
+    swapped = ran_stages(dvc(workdir, "repro"))
+    assert swapped == {"embed_set@word_speech", "train_variant@blstm_word_speech", "evaluate_variant@blstm_word_speech",
+                       "report_variants"}
+    manifest = json.loads((workdir / "data" / "feature_sets" / "word_speech" / "manifest.json").read_text())
+    assert manifest["speech"]["combine"] == "concat" and manifest["dim"] == 16

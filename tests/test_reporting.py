@@ -30,3 +30,35 @@ def test_example_window_centres_on_a_period():
     assert labels[start + target] == "PERIOD" and end - start == 20
     with pytest.raises(ValueError):
         example_window(["O"] * 50, after_token=0)
+
+
+def test_variants_table_lists_the_word_run_first_and_published_figures(tmp_path):
+    import json
+
+    from punctuation.reporting import collect_variants, variants_markdown
+
+    def write(path, value):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+
+    write(tmp_path / "eval" / "transformer.json", {"ref": scores(0.5), "asr": scores(0.4)})
+    write(tmp_path / "train" / "transformer.json", {"best_dev_f1": 0.5})
+    variants = {"transformer_word_speech": {"experiment": "transformer", "features": "word_speech",
+                                            "published": "yi_tao_2019/word_speech"}}
+    write(tmp_path / "eval_variants" / "transformer_word_speech" / "transformer.json",
+          {"ref": scores(0.6), "asr": scores(0.45)})
+    write(tmp_path / "train_variants" / "transformer_word_speech" / "transformer.json", {"best_dev_f1": 0.6})
+    experiments = {"transformer": {"published": "yi_tao_2019/word"}}
+    by_experiment = collect_variants(variants, experiments, tmp_path / "eval", tmp_path / "train",
+                                     tmp_path / "eval_variants", tmp_path / "train_variants")
+    assert [row["run"] for row in by_experiment["transformer"]] == ["transformer", "transformer_word_speech"]
+    coverage = {"word_speech": {"train": {"coverage_speech_tokens": 83.5}, "ref": {"coverage_speech_tokens": 85.7}}}
+    text = variants_markdown("small", by_experiment, load_published(), coverage, None, "punctuated")
+    word_row = next(line for line in text.splitlines() if line.startswith("| transformer |"))
+    both_row = next(line for line in text.splitlines() if line.startswith("| transformer_word_speech |"))
+    assert "69.4" in word_row and "**50.0**" in word_row
+    assert "72.9" in both_row and "68.8" in both_row and "**60.0**" in both_row and "83.5" in both_row
+    missing = {"x": {"experiment": "transformer", "features": "speech"}}
+    with pytest.raises(FileNotFoundError, match="x"):
+        collect_variants(missing, experiments, tmp_path / "eval", tmp_path / "train", tmp_path / "eval_variants",
+                         tmp_path / "train_variants")
