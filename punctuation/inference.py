@@ -40,7 +40,7 @@ class Punctuator:
                 raise ValueError(
                     f"{model_dir}: this model reads per-token audio features (speech source "
                     f"{speech['source']['type']!r}), which text alone cannot give; punctuate text with a model trained "
-                    f"on word vectors or type-level speech vectors (e.g. artifacts/variants/<run>/<experiment>/model "
+                    f"on word vectors or type-level speech vectors (e.g. variant_artifacts/<run>/<experiment>/model "
                     f"of a speech2vec feature set)"
                 )
             # type-level speech vectors: looked up by word, as in training
