@@ -154,6 +154,9 @@ def analysis_figures(name: str, model_dir: Path, features_dir: Path, split: str,
     return made
 
 
+#: The paper whose figures by input kind (learned / word / speech / word_speech) the variants report shows.
+SPEECH_PAPER = "yi_tao_2019"
+
 #: Feature set name -> how the report names it (the word-only run is the experiment itself).
 FEATURE_SET_TITLES = {"learned": "learned embeddings", "word": "word (GloVe)", "speech": "speech (Speech2Vec)",
                       "word_speech": "word + speech (sum)", "word_occurrence": "word + speech per occurrence (sum)",
@@ -183,18 +186,36 @@ def variants_markdown(profile: str, by_experiment: dict[str, list[dict[str, Any]
              "figures in %, overall = micro-average over COMMA/PERIOD/QUESTION.", ""]
     if profile != "paper":
         lines += ["Our runs use the reduced CPU profile, not the papers' configurations.", ""]
-    header = ["model", "input", "Ref F1", "Ref SER", "ASR F1", "ASR SER", "published Ref F1", "published ASR F1",
-              "train tokens with speech", "Ref tokens with speech"]
+    lines += [f"Published: the row's own reference where params give one; otherwise, marked †, Yi & Tao's "
+              "Transformer on the same kind of input (the only paper with a word/speech comparison), so the "
+              "columns compare *gains over the word-only input* across architectures, not absolute figures. "
+              "Δ = F1 minus the word-only row's F1 (points).", ""]
+    header = ["model", "input", "Ref F1", "Ref SER", "ASR F1", "ASR SER", "Δ Ref F1", "Δ ASR F1",
+              "published Ref F1", "published ASR F1", "published Δ Ref", "train tokens with speech",
+              "Ref tokens with speech"]
+    same_input = published.get(SPEECH_PAPER, {}).get("variants", {})
     for experiment, rows in by_experiment.items():
         lines += [f"## {experiment}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        word_row = next((row for row in rows if row["features"] == "word"), None)
+        paper_word = same_input.get("word", {})
         for row in rows:
-            paper = published_figures(row.get("published"), published) or {}
+            paper, mark = published_figures(row.get("published"), published) or {}, ""
+            if not paper and row["features"] in same_input:
+                paper, mark = same_input[row["features"]], "†"
             cov = coverage.get(row["features"], {})
             cells = [row["run"], FEATURE_SET_TITLES.get(row["features"], row["features"])]
             for split in ("ref", "asr"):
                 scores = row["eval"].get(split)
                 cells += ["–", "–"] if scores is None else [f"**{_pct(scores['OVERALL']['f1'])}**", _pct(scores["SER"])]
-            cells += [str(paper.get("ref", {}).get("f1", "–")), str(paper.get("asr", {}).get("f1", "–"))]
+            for split in ("ref", "asr"):
+                ours = row["eval"].get(split)
+                base = None if word_row is None else word_row["eval"].get(split)
+                cells.append("–" if ours is None or base is None
+                             else f"{100 * (ours['OVERALL']['f1'] - base['OVERALL']['f1']):+.1f}")
+            cells += [f"{paper['ref']['f1']}{mark}" if "ref" in paper else "–",
+                      f"{paper['asr']['f1']}{mark}" if "asr" in paper else "–"]
+            paper_ref, word_ref = paper.get("ref", {}).get("f1"), paper_word.get("ref", {}).get("f1")
+            cells.append("–" if paper_ref is None or word_ref is None else f"{paper_ref - word_ref:+.1f}")
             for split in ("train", "ref"):
                 value = (cov.get(split) or {}).get("coverage_speech_tokens")
                 cells.append("–" if value is None else f"{value:.1f}")

@@ -48,16 +48,27 @@ def test_variants_table_lists_the_word_run_first_and_published_figures(tmp_path)
     write(tmp_path / "eval_variants" / "transformer_word_speech" / "transformer.json",
           {"ref": scores(0.6), "asr": scores(0.45)})
     write(tmp_path / "train_variants" / "transformer_word_speech" / "transformer.json", {"best_dev_f1": 0.6})
+    # a run without its own published reference gets Yi & Tao's figure for the same input, marked
+    variants["transformer_speech"] = {"experiment": "transformer", "features": "speech"}
+    write(tmp_path / "eval_variants" / "transformer_speech" / "transformer.json",
+          {"ref": scores(0.42), "asr": scores(0.38)})
+    write(tmp_path / "train_variants" / "transformer_speech" / "transformer.json", {"best_dev_f1": 0.4})
     experiments = {"transformer": {"published": "yi_tao_2019/word"}}
     by_experiment = collect_variants(variants, experiments, tmp_path / "eval", tmp_path / "train",
                                      tmp_path / "eval_variants", tmp_path / "train_variants")
-    assert [row["run"] for row in by_experiment["transformer"]] == ["transformer", "transformer_word_speech"]
+    assert [row["run"] for row in by_experiment["transformer"]] == ["transformer", "transformer_word_speech",
+                                                                     "transformer_speech"]
     coverage = {"word_speech": {"train": {"coverage_speech_tokens": 83.5}, "ref": {"coverage_speech_tokens": 85.7}}}
     text = variants_markdown("small", by_experiment, load_published(), coverage, None, "punctuated")
     word_row = next(line for line in text.splitlines() if line.startswith("| transformer |"))
     both_row = next(line for line in text.splitlines() if line.startswith("| transformer_word_speech |"))
     assert "69.4" in word_row and "**50.0**" in word_row
     assert "72.9" in both_row and "68.8" in both_row and "**60.0**" in both_row and "83.5" in both_row
+    cells = [cell.strip() for cell in both_row.strip("|").split("|")]
+    assert cells[6:8] == ["+10.0", "+5.0"]  # ours minus the word-only run, Ref and ASR
+    assert cells[10] == "+3.5"  # 72.9 - 69.4 in the paper
+    speech_row = next(line for line in text.splitlines() if line.startswith("| transformer_speech |"))
+    assert "71.6†" in speech_row and "67.5†" in speech_row and "-8.0" in speech_row
     missing = {"x": {"experiment": "transformer", "features": "speech"}}
     with pytest.raises(FileNotFoundError, match="x"):
         collect_variants(missing, experiments, tmp_path / "eval", tmp_path / "train", tmp_path / "eval_variants",
