@@ -19,10 +19,12 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gensim.models import KeyedVectors
+
+if TYPE_CHECKING:  # gensim is imported where a source is loaded: training and inference from a built
+    from gensim.models import KeyedVectors  # feature cache need no gensim (e.g. on a bare GPU machine)
 
 log = logging.getLogger(__name__)
 
@@ -103,12 +105,14 @@ def source_files(spec: dict[str, Any]) -> list[tuple[str, Path]]:
     return files
 
 
-def load_word_vectors(spec: dict[str, Any]) -> KeyedVectors | None:
+def load_word_vectors(spec: dict[str, Any]) -> "KeyedVectors | None":
     """Load the source a spec names; ``None`` for type ``none``.
 
     Raises :class:`SourceSpecError` (a ``ValueError``) for a bad spec and ``FileNotFoundError`` naming the
     path for a missing file. Vectors are float32.
     """
+    from gensim.models import KeyedVectors
+
     files = dict(source_files(spec))
     kind = spec["type"]
     if kind == NONE:
@@ -140,8 +144,9 @@ def load_word_vectors(spec: dict[str, Any]) -> KeyedVectors | None:
     return vectors
 
 
-def _load_glove(vectors_file: Path, index_file: Path) -> KeyedVectors:
+def _load_glove(vectors_file: Path, index_file: Path) -> "KeyedVectors":
     import pyarrow.parquet as pq
+    from gensim.models import KeyedVectors
 
     weights = np.load(vectors_file)
     table = pq.read_table(index_file)

@@ -78,7 +78,7 @@ def stage_command(args: argparse.Namespace) -> int:
     results = evaluate_model(
         experiment_dir / "model", args.features, args.prepared, experiment_dir / "predictions",
         splits=list(settings["test_splits"]), window=int(settings["window"]), stride=int(settings["stride"]),
-        batch_size=int(settings["batch_size"]),
+        batch_size=int(settings["batch_size"]), device=str(settings["device"]),
     )
     metrics = Path(args.metrics) / f"{args.experiment}.json"
     metrics.parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,19 @@
-"""DVC stage ``report``: all experiments side by side with the published figures (reports/results.md)."""
+"""DVC stage ``report``: all experiments side by side with the published figures (reports/results.md).
+
+Also reports runs kept outside the default pipeline (e.g. the FF2 ablations)::
+
+    python -m pipeline.report --experiments ff2 ffa ff2_no_rdrop --eval-metrics metrics/eval_ablations \
+        --eval-metrics metrics/eval --train-metrics metrics/train_ablations --train-metrics metrics/train \
+        --artifacts ablation_artifacts --artifacts artifacts --figures reports/ablation_figures \
+        --title "FF2 ablations" --out reports/ablations.md
+
+Each experiment's metrics and model are taken from the first of the given folders that has them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 from pathlib import Path
 
@@ -19,29 +30,44 @@ from punctuation.reporting import (
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--eval-metrics", default="metrics/eval")
-    parser.add_argument("--train-metrics", default="metrics/train")
-    parser.add_argument("--artifacts", default="artifacts")
+    parser.add_argument("--experiments", nargs="+", help="names to report (default: params' experiments)")
+    parser.add_argument("--eval-metrics", action="append", help="folder of EXPERIMENT.json scores (repeatable)")
+    parser.add_argument("--train-metrics", action="append", help="folder of EXPERIMENT.json training summaries")
+    parser.add_argument("--artifacts", action="append", help="parent of EXPERIMENT/model (repeatable)")
+    parser.add_argument("--title", default=None)
     parser.add_argument("--features", default="data/features")
     parser.add_argument("--figures", default="reports/figures")
     parser.add_argument("--out", default="reports/results.md")
     args = parser.parse_args(argv)
     params = load_params(args.params)
-    experiments = collect_experiments(list(params["experiments"]), params["active"]["experiments"],
-                                      Path(args.eval_metrics), Path(args.train_metrics))
+    eval_dirs = [Path(p) for p in args.eval_metrics or ["metrics/eval"]]
+    train_dirs = [Path(p) for p in args.train_metrics or ["metrics/train"]]
+    artifact_dirs = [Path(p) for p in args.artifacts or ["artifacts"]]
+    experiments, artifacts_of = {}, {}
+    for name in args.experiments or list(params["experiments"]):
+        eval_dir = _first_with(eval_dirs, f"{name}.json")
+        train_dir = _first_with(train_dirs, f"{name}.json")
+        experiments.update(collect_experiments([name], params["active"]["experiments"], eval_dir, train_dir))
+        artifacts_of[name] = _first_with(artifact_dirs, name)
     figures = Path(args.figures)
     if figures.exists():
         shutil.rmtree(figures)  # only this run's figures: no stale plot of a dropped experiment
     for name, experiment in experiments.items():
-        experiment["figures"] = collect_figures(name, Path(args.artifacts), figures) + analysis_figures(
-            name, Path(args.artifacts) / name / "model", Path(args.features), params["report"]["example_split"],
+        experiment["figures"] = collect_figures(name, artifacts_of[name], figures) + analysis_figures(
+            name, artifacts_of[name] / name / "model", Path(args.features), params["report"]["example_split"],
             int(params["report"]["example_after_token"]), figures)
-    text = results_markdown(params["profile"], experiments, load_published())
     out = Path(args.out)
+    text = results_markdown(params["profile"], experiments, load_published(), title=args.title,
+                            figures_link=os.path.relpath(figures, out.parent))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     print(text)
     return 0
+
+
+def _first_with(folders: list[Path], name: str) -> Path:
+    """The first folder holding ``name`` (the last one if none does, so the error names a real place)."""
+    return next((folder for folder in folders if (folder / name).exists()), folders[-1])
 
 
 if __name__ == "__main__":

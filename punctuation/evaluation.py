@@ -13,7 +13,7 @@ from punctuation.iwslt import read_iwslt, write_iwslt
 from punctuation.labels import LABELS
 from punctuation.plots import plot_confusion_matrix
 from punctuation.scoring import confusion_matrix, score_labels
-from punctuation.training import load_trained_model, to_device
+from punctuation.training import choose_device, load_trained_model, to_device
 from punctuation.windows import predict_stream
 
 
@@ -29,11 +29,13 @@ def evaluate_model(
     batch_size: int = 64,
     device: str = "cpu",
 ) -> dict[str, Any]:
+    # ``device``: "cpu", "cuda", or "auto" (CUDA when available)
     """Predict every token of each split, write ``out_dir/<split>.tsv`` and a confusion-matrix plot.
 
     Returns ``{split: scores}`` with scores as :func:`punctuation.scoring.score_labels` gives them, plus
     ``tokens``.
     """
+    device = str(choose_device(device))
     model, _ = load_trained_model(model_dir, device=device)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

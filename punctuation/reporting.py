@@ -33,10 +33,11 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
 
 
-def results_markdown(profile: str, experiments: dict[str, dict[str, Any]], published: dict[str, Any]) -> str:
+def results_markdown(profile: str, experiments: dict[str, dict[str, Any]], published: dict[str, Any],
+                     title: str | None = None, figures_link: str = "figures") -> str:
     """``experiments`` maps name -> {"eval": {split: scores}, "train": train metrics, "published": ref}."""
     reduced = profile != "paper"
-    lines = [f"# Results (profile `{profile}`)", ""]
+    lines = [f"# {title or 'Results'} (profile `{profile}`)", ""]
     if reduced:
         lines += ["Our figures come from the reduced CPU profile, not the papers' configurations "
                   "(`dvc exp run -S profile=paper` runs those).", ""]
@@ -57,17 +58,24 @@ def results_markdown(profile: str, experiments: dict[str, dict[str, Any]], publi
             lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "All figures in %. P/R/F1 per class and micro-averaged overall over COMMA/PERIOD/QUESTION; "
               "SER = (substitutions + deletions + insertions) / reference marks.", ""]
-    lines += ["## Training", "", "| experiment | best dev F1 | steps | train tokens/s | train time (s) |",
-              "|---|---|---|---|---|"]
+    lines += ["## Training", "",
+              "A model whose best dev F1 came in the last tenth of its steps was still improving when its "
+              "step budget ended (*still improving*): more steps would likely change its figures.", "",
+              "| experiment | best dev F1 | best at step | steps | train tokens/s | train time (s) |",
+              "|---|---|---|---|---|---|"]
     for name, experiment in experiments.items():
         t = experiment.get("train") or {}
-        lines.append(f"| {name} | {_pct(t.get('best_dev_f1'))} | {t.get('steps', '–')} | "
+        best_step, steps = t.get("best_step"), t.get("steps")
+        best = "–" if best_step is None else str(best_step)
+        if best_step is not None and steps and best_step >= 0.9 * steps:
+            best += " (*still improving*)"
+        lines.append(f"| {name} | {_pct(t.get('best_dev_f1'))} | {best} | {steps if steps is not None else '–'} | "
                      f"{t.get('train_tokens_per_second', '–')} | {t.get('train_seconds', '–')} |")
     lines += ["", "## Plots", ""]
     for name, experiment in experiments.items():
         figures = experiment.get("figures") or []
         if figures:
-            lines += [f"### {name}", ""] + [f"![{Path(f).stem}](figures/{Path(f).name})" for f in figures] + [""]
+            lines += [f"### {name}", ""] + [f"![{Path(f).stem}]({figures_link}/{Path(f).name})" for f in figures] + [""]
     if any(e.get("published") for e in experiments.values()):
         lines += ["", "Published figures: " + "; ".join(
             sorted({published[e["published"].split("/")[0]]["citation"] for e in experiments.values()
@@ -244,4 +252,39 @@ def variants_markdown(profile: str, by_experiment: dict[str, list[dict[str, Any]
              if r.get("published")}
     if cites:
         lines += ["Published figures: " + "; ".join(sorted(cites))]
+    return "\n".join(lines) + "\n"
+
+
+def time_boxed_markdown(title: str, runs: list[dict[str, Any]], published: dict[str, Any],
+                        figures: dict[str, str] | None = None) -> str:
+    """Runs of ``scripts/time_boxed_run.py`` (their ``run.json`` records) as one table beside the published
+    figures, each with how far it got through the profile's planned training (a time-boxed run is a partial
+    run of the configuration, and the table says so)."""
+    figures = figures or {}
+    lines = [f"# {title}", "",
+             "| run | experiment | device | steps (of planned) | epochs | train s | best dev F1 | test | "
+             "COMMA F1 | PERIOD F1 | QUESTION F1 | overall P/R/F1 | SER | published F1 |",
+             "|" + "---|" * 14]
+    for run in runs:
+        result = run["train_result"]
+        tokens_per_epoch = run.get("train_tokens_per_epoch")
+        epochs = "–" if not tokens_per_epoch else f"{result['train_tokens_seen'] / tokens_per_epoch:.1f}"
+        planned = run.get("planned_steps")
+        steps = f"{result['steps']}" + (f" (of {planned})" if planned else "")
+        if result.get("stopped_at_deadline"):
+            steps += ", deadline"
+        reference = published_figures(run.get("published"), published) or {}
+        for split, scores in run["eval"].items():
+            overall = scores["OVERALL"]
+            cells = [run.get("run", "–"), run["experiment"], run.get("device", "–"), steps, epochs,
+                     str(result.get("train_seconds", "–")), _pct(result.get("best_dev_f1")),
+                     SPLIT_NAMES.get(split, split)]
+            cells += [_pct(scores[c]["f1"]) for c in PUNCTUATION_CLASSES]
+            cells += [f"{_pct(overall['precision'])} / {_pct(overall['recall'])} / **{_pct(overall['f1'])}**",
+                      _pct(scores["SER"]), str(reference.get(split, {}).get("f1", "–"))]
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "All figures in %. *steps (of planned)*: the steps this run made, and the steps of the profile's "
+              "full schedule (epochs x windows per epoch); *deadline*: the wall-clock budget ended training.", ""]
+    for name, path in figures.items():
+        lines += [f"![{name}]({path})", ""]
     return "\n".join(lines) + "\n"

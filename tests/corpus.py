@@ -56,6 +56,19 @@ def write_corpus(root: Path, *, talks: int = 40, sentences_per_talk: int = 30) -
     return {"iwslt": iwslt, "ted": ted, "vectors": vectors}
 
 
+def write_feature_cache(root: Path, *, talks: int, sentences_per_talk: int, train_tokens: int) -> Path:
+    """A tiny corpus under ``root``, prepared and cached with its word2vec vectors; returns the cache folder."""
+    from embeddings.cache import build_feature_cache
+    from punctuation.prepare import prepare_data
+
+    corpus = write_corpus(root, talks=talks, sentences_per_talk=sentences_per_talk)
+    prepare_data(corpus["iwslt"], corpus["ted"], root / "prepared", eval_splits=SPLIT_FILES,
+                 train_tokens=train_tokens, overlap_ngram=8, overlap_min_shared_fraction=0.02, seed=1)
+    build_feature_cache(root / "prepared", root / "features",
+                        word_source={"type": "word2vec-text", "path": str(corpus["vectors"])}, oov="random")
+    return root / "features"
+
+
 TINY_MODEL = {"name": "transformer", "d_model": 32, "heads": 4, "ffn": 64, "encoder_layers": 1,
               "decoder_layers": 1, "dropout": 0.1, "aligned_memory": True, "input_scale": 1.0}
 TINY_TRAIN = {"seed": 3, "device": "cpu", "threads": 1, "batch_size": 8, "seq_len": 30, "epochs": 3,

@@ -10,8 +10,14 @@ def scores(f1):
 
 def test_results_table_puts_published_figures_beside_ours():
     experiments = {"transformer": {"eval": {"ref": scores(0.5), "asr": scores(0.4)},
-                                   "train": {"best_dev_f1": 0.55, "steps": 10}, "published": "yi_tao_2019/word"}}
+                                   "train": {"best_dev_f1": 0.55, "steps": 1000, "best_step": 950},
+                                   "published": "yi_tao_2019/word"},
+                   "blstm": {"eval": {"ref": scores(0.5)}, "train": {"best_dev_f1": 0.5, "steps": 1000,
+                                                                       "best_step": 600}}}
     text = results_markdown("small", experiments, load_published())
+    training = {line.split("|")[1].strip(): line for line in text.splitlines() if line.count("|") == 7}
+    assert "950 (*still improving*)" in training["transformer"]
+    assert "600 |" in training["blstm"] and "still improving" not in training["blstm"]
     assert "reduced CPU profile" in text
     ref_row = next(line for line in text.splitlines() if line.startswith("| transformer (reduced) | Ref"))
     assert "**50.0**" in ref_row and "69.4" in ref_row
@@ -73,3 +79,19 @@ def test_variants_table_lists_the_word_run_first_and_published_figures(tmp_path)
     with pytest.raises(FileNotFoundError, match="x"):
         collect_variants(missing, experiments, tmp_path / "eval", tmp_path / "train", tmp_path / "eval_variants",
                          tmp_path / "train_variants")
+
+
+def test_time_boxed_report_says_how_far_each_run_got():
+    from punctuation.reporting import time_boxed_markdown
+
+    run = {"run": "gpu", "experiment": "transformer", "device": "H100", "published": "yi_tao_2019/word",
+           "planned_steps": 13140, "train_tokens_per_epoch": 1000,
+           "train_result": {"steps": 3285, "train_tokens_seen": 5000, "train_seconds": 217.1, "best_dev_f1": 0.186,
+                            "stopped_at_deadline": True},
+           "eval": {"ref": scores(0.214), "asr": scores(0.224)}}
+    text = time_boxed_markdown("GPU", [run], load_published())
+    ref_row = next(line for line in text.splitlines() if "| Ref |" in line)
+    assert "3285 (of 13140), deadline" in ref_row and "| 5.0 |" in ref_row
+    assert "**21.4**" in ref_row and ref_row.rstrip().endswith("| 69.4 |")
+    asr_row = next(line for line in text.splitlines() if "| ASR |" in line)
+    assert "**22.4**" in asr_row and asr_row.rstrip().endswith("| 65.3 |")

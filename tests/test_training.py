@@ -7,23 +7,16 @@ import json
 import pytest
 import torch
 
-from embeddings.cache import build_feature_cache
-from punctuation.prepare import prepare_data
 from punctuation.training import epoch_plan, train_model, transformer_schedule
-from tests.corpus import SPLIT_FILES, TINY_MODEL, TINY_TRAIN, write_corpus
+from tests.corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
 
 TRAIN = {**TINY_TRAIN, "epochs": 2, "eval_every_steps": 8}
 
 
 @pytest.fixture(scope="module")
 def features(tmp_path_factory):
-    root = tmp_path_factory.mktemp("training")
-    corpus = write_corpus(root, talks=20, sentences_per_talk=20)
-    prepare_data(corpus["iwslt"], corpus["ted"], root / "prepared", eval_splits=SPLIT_FILES, train_tokens=2500,
-                 overlap_ngram=8, overlap_min_shared_fraction=0.02, seed=1)
-    build_feature_cache(root / "prepared", root / "features",
-                        word_source={"type": "word2vec-text", "path": str(corpus["vectors"])}, oov="random")
-    return root / "features"
+    return write_feature_cache(tmp_path_factory.mktemp("training"), talks=20, sentences_per_talk=20,
+                               train_tokens=2500)
 
 
 def weights(model_dir):
@@ -97,3 +90,16 @@ def test_a_model_that_reads_words_trains_and_punctuates_through_the_same_loop(fe
     assert result.metrics["steps"] == 3 and result.metrics["completed"]
     words, labels = Punctuator(tmp_path / "m").punctuate("well the river done the man right " * 10)
     assert len(words) == len(labels) == 70
+
+
+def test_a_passed_deadline_ends_training_with_a_complete_model_directory(features, tmp_path):
+    import time
+
+    result = train_model(features, tmp_path / "m", tmp_path / "s", model_config=TINY_MODEL, train_config=TRAIN,
+                         window=30, stride=15, deadline=time.monotonic() - 1)
+    assert result.metrics["completed"] and result.metrics["stopped_at_deadline"]
+    assert result.metrics["steps"] == 0
+    assert (tmp_path / "m" / "model.pt").exists() and (tmp_path / "m" / "config.json").exists()
+    unbounded = train_model(features, tmp_path / "u", tmp_path / "us", model_config=TINY_MODEL,
+                            train_config=TRAIN, window=30, stride=15, deadline=time.monotonic() + 3600)
+    assert unbounded.metrics["steps"] > 0 and not unbounded.metrics["stopped_at_deadline"]

@@ -1,0 +1,116 @@
+"""Train and evaluate one experiment within a wall-clock budget, e.g. a paper configuration on a borrowed GPU.
+
+    python scripts/time_boxed_run.py --experiment transformer --profile paper --budget-s 420 \\
+        --features data/features --prepared data/prepared --out runs/transformer [--set dev_eval_tokens=100000]
+
+The papers' configurations train for many epochs; a GPU slot is often shorter. This measures the
+experiment's own step rate (a short throw-away run), sets ``max_steps`` so that training fits the budget
+(with ``eval_every_steps`` giving ``--evals`` dev evaluations), trains through the library
+(:func:`punctuation.training.train_model`, everything else as in ``params.yaml``), scores Ref and ASR
+(:func:`punctuation.evaluation.evaluate_model`) and writes ``run.json``: the exact settings used (so the run
+can be repeated with ``pipeline.train`` and those settings), the step rate, the training summary and the
+scores. Several experiments can share one GPU: start one process each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from punctuation.evaluation import evaluate_model  # noqa: E402
+from punctuation.params import experiment_config, load_params  # noqa: E402
+from embeddings.cache import read_manifest  # noqa: E402
+from punctuation.training import CHECKPOINT_FILE, choose_device, epoch_plan, train_model  # noqa: E402
+
+CALIBRATION_STEPS = 60
+
+
+def _parse_override(text: str) -> tuple[str, object]:
+    key, _, value = text.partition("=")
+    if not key or not _:
+        raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
+    return key, yaml.safe_load(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--experiment", required=True)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--profile", default=None, help="profile to use (default: the file's own)")
+    parser.add_argument("--features", default="data/features")
+    parser.add_argument("--prepared", default="data/prepared")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--budget-s", type=float, required=True, help="seconds of training (evaluation extra)")
+    parser.add_argument("--evals", type=int, default=4, help="dev evaluations within the budget")
+    parser.add_argument("--set", type=_parse_override, action="append", default=[], metavar="KEY=VALUE",
+                        help="override a train setting of the experiment (repeatable)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+    params = load_params(args.params, profile=args.profile)
+    model_config, train_config = experiment_config(params, args.experiment)
+    train_config.update(dict(args.set))
+    window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
+    train_tokens = int(read_manifest(args.features)["splits"]["train"]["tokens"])
+    planned_steps = sum(len(epoch_plan(train_tokens, int(train_config["seq_len"]), int(train_config["batch_size"]),
+                                       int(train_config["seed"]), epoch)) for epoch in range(int(train_config["epochs"])))
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    # 1. the step rate of this experiment on this machine (throw-away state; includes warm-up, so conservative)
+    calibration_dir = args.out / "calibration"
+    shutil.rmtree(calibration_dir, ignore_errors=True)
+    started = time.perf_counter()
+    train_model(args.features, calibration_dir / "model", calibration_dir / "state", model_config=model_config,
+                train_config=train_config, window=window, stride=stride, stop_after_steps=CALIBRATION_STEPS)
+    state = torch.load(calibration_dir / "state" / CHECKPOINT_FILE, map_location="cpu", weights_only=False)["state"]
+    steps_per_second = state["step"] / max(state["train_seconds"], 1e-9)
+    shutil.rmtree(calibration_dir, ignore_errors=True)
+    calibration_seconds = time.perf_counter() - started
+
+    # 2. the budgeted run: ~10 % of the budget is kept for the dev evaluations
+    max_steps = max(int(steps_per_second * (args.budget_s - calibration_seconds) * 0.9), 1)
+    train_config["max_steps"] = max_steps if train_config.get("max_steps") is None else min(
+        max_steps, int(train_config["max_steps"]))
+    train_config["eval_every_steps"] = max(train_config["max_steps"] // max(args.evals, 1), 1)
+    started = time.perf_counter()
+    # the step budget is an estimate; the deadline makes the budget hard whatever the rate turns out to be
+    result = train_model(args.features, args.out / "model", args.out / "state", model_config=model_config,
+                         train_config=train_config, window=window, stride=stride,
+                         deadline=time.monotonic() + args.budget_s - calibration_seconds)
+    wall_seconds = time.perf_counter() - started
+    shutil.rmtree(args.out / "state", ignore_errors=True)
+
+    # 3. Ref and ASR
+    scores = evaluate_model(args.out / "model", args.features, args.prepared, args.out / "predictions",
+                            splits=list(params["evaluate"]["test_splits"]), window=window, stride=stride,
+                            batch_size=int(params["evaluate"]["batch_size"]), device=str(params["evaluate"]["device"]))
+    device = choose_device(str(train_config["device"]))
+    record = {
+        "experiment": args.experiment, "profile": params["profile"], "features": str(args.features),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__, "budget_s": args.budget_s,
+        "published": params["active"]["experiments"][args.experiment].get("published"),
+        "planned_steps": planned_steps, "train_tokens_per_epoch": train_tokens,
+        "calibration_steps_per_second": round(steps_per_second, 2),
+        "model": model_config, "train": train_config,
+        "train_result": result.metrics, "train_wall_seconds": round(wall_seconds, 1),
+        "eval": scores,
+    }
+    (args.out / "run.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    summary = {split: round(100 * s["OVERALL"]["f1"], 1) for split, s in scores.items()}
+    print(json.dumps({"experiment": args.experiment, "steps": result.metrics["steps"], "overall_f1": summary}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
