@@ -106,3 +106,37 @@ def test_long_input_gives_identical_labels_to_a_single_window_where_they_overlap
     labels = punctuator.predict_labels(words)
     assert len(labels) == len(words)
     assert punctuator.predict_labels([]) == []
+
+
+def test_report_stage_takes_each_experiment_from_the_first_folder_that_has_it(trained, tmp_path):
+    """Runs kept outside the default pipeline (e.g. ablations) are reported beside the main ones."""
+    import yaml
+
+    from pipeline.report import main as report_main
+
+    scores = evaluate_model(trained["model"], trained["features"], trained["root"] / "prepared", tmp_path / "p",
+                            splits=["ref", "asr"], window=30, stride=15)
+    for folder, name in (("main", "base"), ("extra", "ablation")):
+        for kind, payload in (("eval", scores), ("train", trained["result"].metrics)):
+            path = tmp_path / f"{kind}_{folder}" / f"{name}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(payload))
+        (tmp_path / f"artifacts_{folder}" / name).mkdir(parents=True)
+        (tmp_path / f"artifacts_{folder}" / name / "model").symlink_to(trained["model"])
+    experiment = {"model": TINY_MODEL}
+    params = {"profile": "tiny", "experiments": ["base"], "report": {"example_split": "ref", "example_after_token": 0},
+              "profiles": {"tiny": {"train": TINY_TRAIN, "experiments": {"base": experiment, "ablation": experiment}}}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    out = tmp_path / "reports" / "ablations.md"
+    args = ["--params", str(tmp_path / "params.yaml"), "--experiments", "base", "ablation",
+            "--features", str(trained["features"]), "--figures", str(tmp_path / "reports" / "ablation_figures"),
+            "--title", "Ablations", "--out", str(out)]
+    for folder in ("extra", "main"):
+        args += ["--eval-metrics", str(tmp_path / f"eval_{folder}"), "--train-metrics", str(tmp_path / f"train_{folder}"),
+                 "--artifacts", str(tmp_path / f"artifacts_{folder}")]
+    assert report_main(args) == 0
+    text = out.read_text()
+    assert text.startswith("# Ablations (profile `tiny`)")
+    assert "| base (reduced) | Ref |" in text and "| ablation (reduced) | ASR |" in text
+    assert "](ablation_figures/ablation_learning_curves.png)" in text
+    assert (tmp_path / "reports" / "ablation_figures" / "base_word_cancellation.png").exists()
