@@ -43,6 +43,35 @@ def causal_mask(length: int, *, device: torch.device | None = None) -> torch.Ten
     return torch.ones(length, length, dtype=torch.bool, device=device).tril()
 
 
+class RelativePositionBias(nn.Module):
+    """A learned score bias per head and clipped relative distance (Shaw et al. 2018; T5 shares one per stack).
+
+    ``bias[h, i, j] = table[clip(j - i, -window, window), h]``. With absolute sinusoidal positions alone, a
+    head must learn query/key projections that implement "look at the next word" before it can use the right
+    context that punctuation depends on (the mark after a word is mostly decided by the word that follows);
+    one scalar per distance makes that pattern directly learnable.
+
+    Adam moves a parameter by about the learning rate per step, so a zero-initialised table would need
+    thousands of steps to become a useful bias; it therefore starts as ALiBi's locality prior (Press et al.
+    2022): head h penalises distance linearly with slope 2^-(h+1), so some heads look at the neighbours from
+    the first step and others still see the whole window; training then shapes each head's profile (e.g.
+    makes it asymmetric).
+    """
+
+    def __init__(self, heads: int, window: int):
+        super().__init__()
+        self.window = window
+        distance = torch.arange(-window, window + 1, dtype=torch.float32).abs()
+        slopes = 2.0 ** -torch.arange(1, heads + 1, dtype=torch.float32)
+        self.table = nn.Parameter(-distance[:, None] * slopes[None, :])
+
+    def forward(self, length: int) -> torch.Tensor:
+        """The (heads, length, length) bias to add to the attention scores."""
+        position = torch.arange(length, device=self.table.device)
+        distance = (position[None, :] - position[:, None]).clamp(-self.window, self.window) + self.window
+        return self.table[distance].permute(2, 0, 1)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention, optionally with *interaction* between heads.
 
@@ -83,11 +112,13 @@ class MultiHeadAttention(nn.Module):
         attention_mask: torch.Tensor | None = None,
         cache: dict | None = None,
         static_kv: bool = False,
+        position_bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Attend from ``query`` (B, Tq, D) over ``key_value`` (B, Tk, D).
 
         ``key_mask`` (B, Tk) is True for real keys; ``attention_mask`` (Tq, Tk) is True where a query may
-        look (e.g. :func:`causal_mask`). Returns the output (B, Tq, D) and the weights (B, H, Tq, Tk).
+        look (e.g. :func:`causal_mask`); ``position_bias`` (H, Tq, Tk) is added to the scores (e.g.
+        :class:`RelativePositionBias`). Returns the output (B, Tq, D) and the weights (B, H, Tq, Tk).
         """
         q = self._split(self.query(query)) / math.sqrt(self.head_dim)
         if cache is not None and static_kv and "k" in cache:
@@ -102,6 +133,8 @@ class MultiHeadAttention(nn.Module):
         scores = q @ k.transpose(-1, -2)  # (B, H, Tq, Tk)
         if self.head_mixing is not None:
             scores = scores + torch.einsum("hg,bgqk->bhqk", self.head_mixing, scores)
+        if position_bias is not None:
+            scores = scores + position_bias
         if key_mask is not None:
             scores = scores.masked_fill(~key_mask[:, None, None, :], float("-inf"))
         if attention_mask is not None:
@@ -158,20 +191,26 @@ class TransformerEncoderLayer(nn.Module):
         self.after_attention = _Sublayer(dim, dropout, norm_eps)
         self.after_feed_forward = _Sublayer(dim, dropout, norm_eps)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor,
+                position_bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         attention_mask = causal_mask(x.size(1), device=x.device) if self.causal else None
-        attended, weights = self.attention(x, x, key_mask=mask, attention_mask=attention_mask)
+        attended, weights = self.attention(x, x, key_mask=mask, attention_mask=attention_mask,
+                                           position_bias=position_bias)
         x = self.after_attention(x, attended)
         return self.after_feed_forward(x, self.feed_forward(x)), weights
 
 
 class TransformerEncoder(nn.Module):
-    """A stack of :class:`TransformerEncoderLayer`; returns the last layer and every layer's attention."""
+    """A stack of :class:`TransformerEncoderLayer`; returns the last layer and every layer's attention.
+
+    ``relative_window > 0`` adds one :class:`RelativePositionBias` shared by the stack's layers.
+    """
 
     def __init__(self, layers: int, dim: int, heads: int, ffn: int, dropout: float, *,
                  interaction: bool = False, causal: bool = False, activation: str = "relu",
-                 norm_eps: float = 1e-5):
+                 norm_eps: float = 1e-5, relative_window: int = 0):
         super().__init__()
+        self.relative_bias = RelativePositionBias(heads, relative_window) if relative_window > 0 else None
         self.layers = nn.ModuleList(
             TransformerEncoderLayer(dim, heads, ffn, dropout, interaction=interaction, causal=causal,
                                     activation=activation, norm_eps=norm_eps)
@@ -180,8 +219,9 @@ class TransformerEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         attention_maps = []
+        bias = None if self.relative_bias is None else self.relative_bias(x.size(1))
         for layer in self.layers:
-            x, weights = layer(x, mask)
+            x, weights = layer(x, mask, bias)
             attention_maps.append(weights)
         return x, attention_maps
 

@@ -11,6 +11,9 @@ decoder input at position t also receives the encoder state of token t, so the a
 learned; cross-attention still sees the whole sentence. ``False`` is the strict Transformer of the paper.
 ``input_scale`` multiplies the projected input vectors before the positions are added (the Transformer
 scales its embeddings by sqrt(d_model) so that they are not drowned by the positions).
+``relative_window > 0`` gives the encoder's self-attention a learned bias per head and relative distance
+(up to that many tokens; :class:`models.blocks.RelativePositionBias`) on top of the sinusoidal positions;
+0 is the paper's encoder.
 """
 
 from __future__ import annotations
@@ -32,14 +35,16 @@ from models.registry import PunctuationModel, register_model
 class SelfAttentionPunctuator(PunctuationModel):
     def __init__(self, *, num_labels: int, vector_dim: int, vocab_size: int, d_model: int, heads: int,
                  ffn: int, encoder_layers: int, decoder_layers: int, dropout: float, aligned_memory: bool,
-                 input_scale: float):
+                 input_scale: float, relative_window: int = 0):
+        # relative_window defaults to 0 only so that model directories saved before it existed still load
         super().__init__()
         self.num_labels = num_labels
         self.aligned_memory = aligned_memory
         self.start_label = num_labels  # an extra "label" id that starts every decoded sequence
         self.input = InputLayer(vector_dim, vocab_size, d_model)
         self.encoder_positions = PositionalEncoding(d_model, dropout)
-        self.encoder = TransformerEncoder(encoder_layers, d_model, heads, ffn, dropout)
+        self.encoder = TransformerEncoder(encoder_layers, d_model, heads, ffn, dropout,
+                                          relative_window=relative_window)
         self.label_embedding = nn.Embedding(num_labels + 1, d_model)
         self.decoder_positions = PositionalEncoding(d_model, dropout)
         self.decoder = nn.ModuleList(

@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-metrics", action="append", help="folder of EXPERIMENT.json training summaries")
     parser.add_argument("--artifacts", action="append", help="parent of EXPERIMENT/model (repeatable)")
     parser.add_argument("--title", default=None)
+    parser.add_argument("--no-analysis", action="store_true",
+                        help="skip the analysis plots (which need each model): a report from the metrics and "
+                             "whatever plots the artifacts hold")
     parser.add_argument("--features", default="data/features")
     parser.add_argument("--figures", default="reports/figures")
     parser.add_argument("--out", default="reports/results.md")
@@ -53,9 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     if figures.exists():
         shutil.rmtree(figures)  # only this run's figures: no stale plot of a dropped experiment
     for name, experiment in experiments.items():
-        experiment["figures"] = collect_figures(name, artifacts_of[name], figures) + analysis_figures(
-            name, artifacts_of[name] / name / "model", Path(args.features), params["report"]["example_split"],
-            int(params["report"]["example_after_token"]), figures)
+        experiment["figures"] = collect_figures(name, artifacts_of[name], figures)
+        if not args.no_analysis:
+            experiment["figures"] += analysis_figures(
+                name, artifacts_of[name] / name / "model", Path(args.features), params["report"]["example_split"],
+                int(params["report"]["example_after_token"]), figures)
     out = Path(args.out)
     text = results_markdown(params["profile"], experiments, load_published(), title=args.title,
                             figures_link=os.path.relpath(figures, out.parent))

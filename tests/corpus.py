@@ -70,7 +70,8 @@ def write_feature_cache(root: Path, *, talks: int, sentences_per_talk: int, trai
 
 
 TINY_MODEL = {"name": "transformer", "d_model": 32, "heads": 4, "ffn": 64, "encoder_layers": 1,
-              "decoder_layers": 1, "dropout": 0.1, "aligned_memory": True, "input_scale": 1.0}
+              "decoder_layers": 1, "dropout": 0.1, "aligned_memory": True, "input_scale": 1.0,
+              "relative_window": 0}
 TINY_TRAIN = {"seed": 3, "device": "cpu", "threads": 1, "batch_size": 8, "seq_len": 30, "epochs": 3,
               "lr": 0.003, "warmup_steps": 10, "label_smoothing": 0.1, "clip_norm": 1.0, "eval_every_steps": 20,
               "log_every_steps": 5, "dev_eval_tokens": 300, "max_steps": None}

@@ -3,7 +3,13 @@ import math
 import pytest
 import torch
 
-from models.blocks import MultiHeadAttention, TransformerEncoder, causal_mask, sinusoidal_positions
+from models.blocks import (
+    MultiHeadAttention,
+    RelativePositionBias,
+    TransformerEncoder,
+    causal_mask,
+    sinusoidal_positions,
+)
 
 
 def test_sinusoidal_positions_match_the_formula():
@@ -72,3 +78,30 @@ def test_interaction_mixing_initialisation_scale():
 
 def test_causal_mask_shape():
     assert causal_mask(3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+
+
+def test_relative_position_bias_depends_on_clipped_distance_only():
+    bias = RelativePositionBias(heads=2, window=2)
+    with torch.no_grad():
+        bias.table.copy_(torch.arange(10, dtype=torch.float32).view(5, 2))  # row = distance + window
+    table = bias(6)
+    assert table.shape == (2, 6, 6)
+    for i in range(6):
+        for j in range(6):
+            row = max(-2, min(2, j - i)) + 2
+            assert table[0, i, j] == 2 * row and table[1, i, j] == 2 * row + 1
+
+
+def test_zero_relative_bias_is_standard_attention_and_a_learned_one_reaches_a_neighbour():
+    torch.manual_seed(0)
+    plain = TransformerEncoder(2, 16, 4, 32, 0.0).eval()
+    biased = TransformerEncoder(2, 16, 4, 32, 0.0, relative_window=3).eval()
+    biased.load_state_dict({**plain.state_dict(), "relative_bias.table": torch.zeros(7, 4)})
+    x, mask = torch.randn(3, 9, 16), torch.ones(3, 9, dtype=torch.bool)
+    torch.testing.assert_close(biased(x, mask)[0], plain(x, mask)[0])
+    assert torch.allclose(RelativePositionBias(4, 3).table[:, 0], -0.5 * torch.tensor([3., 2, 1, 0, 1, 2, 3]))
+    with torch.no_grad():  # a large bias at distance +1: every head of every layer attends to the next token
+        biased.relative_bias.table[3 + 1] = 50.0
+    maps = biased(x, mask)[1]
+    for weights in maps:
+        assert torch.all(weights[:, :, torch.arange(8), torch.arange(1, 9)] > 0.99)

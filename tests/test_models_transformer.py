@@ -4,7 +4,8 @@ import torch
 from models import MODEL_REGISTRY, build_model
 
 SMALL = {"name": "transformer", "d_model": 32, "heads": 4, "ffn": 64, "encoder_layers": 2, "decoder_layers": 2,
-         "dropout": 0.0, "aligned_memory": True, "input_scale": 1.0}
+         "dropout": 0.0, "aligned_memory": True, "input_scale": 1.0,
+         "relative_window": 0}
 
 
 def make_batch(batch_size=3, length=9, dim=50):
