@@ -29,8 +29,9 @@ def evaluate_model(
     batch_size: int = 64,
     device: str = "cpu",
 ) -> dict[str, Any]:
-    # ``device``: "cpu", "cuda", or "auto" (CUDA when available)
     """Predict every token of each split, write ``out_dir/<split>.tsv`` and a confusion-matrix plot.
+
+    ``device``: "cpu", "cuda", or "auto" (CUDA when available).
 
     Returns ``{split: scores}`` with scores as :func:`punctuation.scoring.score_labels` gives them, plus
     ``tokens``.

@@ -78,6 +78,14 @@ def epoch_plan(num_tokens: int, seq_len: int, batch_size: int, seed: int, epoch:
     return [starts[i:i + batch_size] for i in range(0, len(starts), batch_size)]
 
 
+def schedule_steps(num_tokens: int, train_config: dict[str, Any]) -> int:
+    """Steps of the full schedule (every epoch's windows), before any ``max_steps`` budget."""
+    seq_len, batch_size = int(train_config["seq_len"]), int(train_config["batch_size"])
+    seed = int(train_config["seed"])
+    return sum(len(epoch_plan(num_tokens, seq_len, batch_size, seed, epoch))
+               for epoch in range(int(train_config["epochs"])))
+
+
 def training_fingerprint(model_config: dict, train_config: dict, features_dir: Path) -> str:
     """Identifies a training run: its configuration and the content of the features it reads."""
     payload = json.dumps(
@@ -177,8 +185,7 @@ def train_model(
 
     seq_len, batch_size, epochs = int(cfg["seq_len"]), int(cfg["batch_size"]), int(cfg["epochs"])
     num_tokens = len(train.ids)
-    plans_length = [len(epoch_plan(num_tokens, seq_len, batch_size, seed, e)) for e in range(epochs)]
-    total_steps = sum(plans_length)
+    total_steps = schedule_steps(num_tokens, cfg)
     if cfg["max_steps"] is not None:  # a step budget, for models too slow for whole epochs on a CPU
         total_steps = min(total_steps, int(cfg["max_steps"]))
 

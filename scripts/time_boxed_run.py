@@ -27,10 +27,10 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from punctuation.evaluation import evaluate_model  # noqa: E402
-from punctuation.params import experiment_config, load_params  # noqa: E402
 from embeddings.cache import read_manifest  # noqa: E402
-from punctuation.training import CHECKPOINT_FILE, choose_device, epoch_plan, train_model  # noqa: E402
+from punctuation.evaluation import evaluate_model  # noqa: E402
+from punctuation.params import ParamsError, experiment_config, load_params  # noqa: E402
+from punctuation.training import CHECKPOINT_FILE, choose_device, schedule_steps, train_model  # noqa: E402
 
 CALIBRATION_STEPS = 60
 
@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--features", default="data/features")
     parser.add_argument("--prepared", default="data/prepared")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--budget-s", type=float, required=True, help="seconds of training (evaluation extra)")
+    parser.add_argument("--budget-s", type=float, required=True, help="seconds for calibration and training, dev evaluations included "
+                        "(the final Ref/ASR scoring comes on top)")
     parser.add_argument("--evals", type=int, default=4, help="dev evaluations within the budget")
     parser.add_argument("--set", type=_parse_override, action="append", default=[], metavar="KEY=VALUE",
                         help="override a train setting of the experiment (repeatable)")
@@ -59,11 +60,14 @@ def main(argv: list[str] | None = None) -> int:
 
     params = load_params(args.params, profile=args.profile)
     model_config, train_config = experiment_config(params, args.experiment)
+    unknown = sorted(key for key, _ in args.set if key not in train_config)
+    if unknown:  # a typo would otherwise be recorded as a setting that changed nothing
+        raise ParamsError(f"--set: {', '.join(unknown)} is not a train setting of {args.experiment!r} "
+                          f"(settings: {', '.join(sorted(train_config))})")
     train_config.update(dict(args.set))
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
     train_tokens = int(read_manifest(args.features)["splits"]["train"]["tokens"])
-    planned_steps = sum(len(epoch_plan(train_tokens, int(train_config["seq_len"]), int(train_config["batch_size"]),
-                                       int(train_config["seed"]), epoch)) for epoch in range(int(train_config["epochs"])))
+    planned_steps = schedule_steps(train_tokens, train_config)
     args.out.mkdir(parents=True, exist_ok=True)
 
     # 1. the step rate of this experiment on this machine (throw-away state; includes warm-up, so conservative)

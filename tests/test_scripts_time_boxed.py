@@ -46,3 +46,20 @@ def test_time_boxed_run_fits_its_budget_and_records_the_settings(tmp_path):
     report = tmp_path / "report.md"
     assert load_script("time_boxed_report").main([str(out / "run.json"), "--out", str(report)]) == 0
     assert f"{result['steps']} (of {record['planned_steps']})" in report.read_text()
+
+
+def test_time_boxed_run_refuses_an_unknown_setting(tmp_path):
+    import pytest
+
+    from punctuation.params import ParamsError
+
+    features = write_feature_cache(tmp_path, talks=6, sentences_per_talk=8, train_tokens=800)
+    params = {"profile": "tiny", "experiments": ["tiny"],
+              "evaluate": {"test_splits": ["ref"], "window": 30, "stride": 15, "batch_size": 16, "device": "cpu"},
+              "profiles": {"tiny": {"train": TINY_TRAIN, "experiments": {"tiny": {"model": TINY_MODEL}}}}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    with pytest.raises(ParamsError, match="dev_eval_token is not a train setting"):
+        load_script("time_boxed_run").main([
+            "--experiment", "tiny", "--params", str(tmp_path / "params.yaml"), "--features", str(features),
+            "--out", str(tmp_path / "run"), "--budget-s", "5", "--set", "dev_eval_token=200"])
+    assert not (tmp_path / "run").exists()
