@@ -19,7 +19,7 @@ from pathlib import Path
 
 from embeddings.evaluation import HOMOPHONES, compare_word_similarity, homophone_check, read_word_pairs, wordsim353_path
 from embeddings.sources import load_word_vectors
-from embeddings.speech2vec import VECTORS_FILE, Speech2VecConfig, train_speech2vec
+from embeddings.speech2vec import SUMMARY_FILE, VECTORS_FILE, Speech2VecConfig, train_speech2vec
 from punctuation.params import load_params, require
 
 
@@ -63,12 +63,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="data/speech2vec")
     parser.add_argument("--metrics", default="metrics/speech2vec.json")
     parser.add_argument("--report", default="reports/speech2vec_report.md")
+    parser.add_argument("--score-only", action="store_true",
+                        help="do not train: score the vectors already in --out (their training summary included), "
+                        "e.g. against another word source")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     params = load_params(args.params)
-    config = Speech2VecConfig.from_dict(require(params, "speech2vec", "params"))
-    summary = train_speech2vec(args.acoustic, args.prepared, args.out, config=config, talks_table=args.talks)
+    if args.score_only:
+        summary_path = Path(args.out) / SUMMARY_FILE
+        if not summary_path.exists():
+            raise SystemExit(f"--score-only: {summary_path} not found (train the vectors first)")
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    else:
+        config = Speech2VecConfig.from_dict(require(params, "speech2vec", "params"))
+        summary = train_speech2vec(args.acoustic, args.prepared, args.out, config=config, talks_table=args.talks)
 
     from gensim.models import KeyedVectors
 

@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 
 from punctuation.labels import LABELS  # noqa: E402
 
-__all__ = ["plot_confusion_matrix", "plot_learning_curves", "read_history"]
+__all__ = ["plot_confusion_matrix", "plot_dev_f1_curves", "plot_learning_curves", "read_history"]
 
 
 def _save(fig: plt.Figure, path: str | Path) -> Path:
@@ -92,4 +92,20 @@ def plot_learning_curves(history_csv: str | Path, path: str | Path) -> Path:
         ax.grid(alpha=0.3)
         if ax.get_lines():
             ax.legend()
+    return _save(fig, path)
+
+
+def plot_dev_f1_curves(histories: dict[str, str | Path], path: str | Path, title: str = "Dev F1") -> Path:
+    """Several runs' dev F1 against the training step in one panel (runs compared at equal steps), one line each."""
+    if not histories:
+        raise ValueError("no histories to plot")
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for index, (name, history_csv) in enumerate(histories.items()):
+        h = read_history(history_csv)
+        _plot_present(ax, h["step"], 100 * h["dev_f1"], label=name, marker="o", ms=3, color=f"C{index % 10}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("dev F1 (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     return _save(fig, path)

@@ -256,15 +256,29 @@ def variants_markdown(profile: str, by_experiment: dict[str, list[dict[str, Any]
 
 
 def time_boxed_markdown(title: str, runs: list[dict[str, Any]], published: dict[str, Any],
-                        figures: dict[str, str] | None = None) -> str:
+                        figures: dict[str, str] | None = None, notes: list[str] | None = None,
+                        baseline: str | None = None) -> str:
     """Runs of ``scripts/time_boxed_run.py`` (their ``run.json`` records) as one table beside the published
     figures, each with how far it got through the profile's planned training (a time-boxed run is a partial
-    run of the configuration, and the table says so)."""
+    run of the configuration, and the table says so).
+
+    ``baseline`` names a run (its ``run`` field): every row then also shows its overall F1 minus the baseline's
+    on the same test set, and the same difference between the rows' published figures, so that gains are
+    compared where absolute figures are not (e.g. a partial schedule)."""
     figures = figures or {}
-    lines = [f"# {title}", "",
-             "| run | experiment | device | steps (of planned) | epochs | train s | best dev F1 | test | "
-             "COMMA F1 | PERIOD F1 | QUESTION F1 | overall P/R/F1 | SER | published F1 |",
-             "|" + "---|" * 14]
+    by_name = {run.get("run"): run for run in runs}
+    if baseline is not None and baseline not in by_name:
+        raise ValueError(f"baseline {baseline!r} is not one of the runs ({', '.join(map(str, by_name))})")
+    base = by_name.get(baseline)
+    base_published = (published_figures(base.get("published"), published) or {}) if base else {}
+    lines = [f"# {title}", ""]
+    for note in notes or []:  # how the runs were made, in the words of whoever made them
+        lines += [note, ""]
+    header = ["run", "experiment", "device", "steps (of planned)", "epochs", "train s", "best dev F1", "test",
+              "COMMA F1", "PERIOD F1", "QUESTION F1", "overall P/R/F1", "SER", "published F1"]
+    if base:
+        header += [f"Δ F1 vs {baseline}", "published Δ"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for run in runs:
         result = run["train_result"]
         tokens_per_epoch = run.get("train_tokens_per_epoch")
@@ -282,6 +296,12 @@ def time_boxed_markdown(title: str, runs: list[dict[str, Any]], published: dict[
             cells += [_pct(scores[c]["f1"]) for c in PUNCTUATION_CLASSES]
             cells += [f"{_pct(overall['precision'])} / {_pct(overall['recall'])} / **{_pct(overall['f1'])}**",
                       _pct(scores["SER"]), str(reference.get(split, {}).get("f1", "–"))]
+            if base:
+                base_scores = base["eval"].get(split)
+                cells.append("–" if base_scores is None else
+                             f"{100 * (overall['f1'] - base_scores['OVERALL']['f1']):+.1f}")
+                ours, theirs = reference.get(split, {}).get("f1"), base_published.get(split, {}).get("f1")
+                cells.append("–" if ours is None or theirs is None else f"{ours - theirs:+.1f}")
             lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "All figures in %. *steps (of planned)*: the steps this run made, and the steps of the profile's "
               "full schedule (epochs x windows per epoch); *deadline*: the wall-clock budget ended training.", ""]

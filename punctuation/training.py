@@ -148,12 +148,15 @@ def train_model(
     window: int,
     stride: int,
     stop_after_steps: int | None = None,
+    pause_at: float | None = None,
     deadline: float | None = None,
 ) -> TrainResult:
     """Train ``model_config`` on the cached ``train`` split, select on ``dev``; write the best model to ``out_dir``.
 
     ``stop_after_steps`` time-boxes this call: after that many steps it checkpoints and returns an
     incomplete result (``metrics["completed"] is False``); the next call resumes exactly where it stopped.
+    ``pause_at`` (a ``time.monotonic()`` value) does the same at the first step past that time: a long
+    schedule split across several fixed slots of machine time (each call of a borrowed GPU is time-limited).
     ``deadline`` (a ``time.monotonic()`` value) ends training for good at the first step past it, as if the
     step budget ended there (final dev evaluation, model directory written; ``metrics["stopped_at_deadline"]``):
     for a fixed slot of machine time. The step count it reached is in the metrics, to repeat the run with
@@ -202,7 +205,8 @@ def train_model(
             model.load_state_dict(checkpoint["model"])
             optimizer.load_state_dict(checkpoint["optimizer"])
             scheduler.load_state_dict(checkpoint["scheduler"])
-            torch.set_rng_state(checkpoint["torch_rng"])
+            # map_location moved every tensor to the device; the CPU generator's state must be a CPU ByteTensor
+            torch.set_rng_state(checkpoint["torch_rng"].cpu())
             state = checkpoint["state"]
             log.info("resuming from %s at step %d", checkpoint_path, state["step"])
         else:
@@ -272,7 +276,9 @@ def train_model(
             if state["step"] % eval_every == 0:
                 evaluate_dev(epoch, train_losses)
             steps_this_call += 1
-            if stop_after_steps is not None and steps_this_call >= stop_after_steps and state["batch"] < len(plan):
+            paused = pause_at is not None and time.monotonic() >= pause_at and state["step"] < total_steps
+            if ((stop_after_steps is not None and steps_this_call >= stop_after_steps) or paused) \
+                    and state["batch"] < len(plan):
                 save_checkpoint()
                 progress.close()
                 return TrainResult(model_dir=out_dir, metrics={"completed": False, "steps": state["step"]})

@@ -10,6 +10,16 @@ experiment's own step rate (a short throw-away run), sets ``max_steps`` so that 
 (:func:`punctuation.evaluation.evaluate_model`) and writes ``run.json``: the exact settings used (so the run
 can be repeated with ``pipeline.train`` and those settings), the step rate, the training summary and the
 scores. Several experiments can share one GPU: start one process each.
+
+A schedule longer than one slot (each command on a borrowed GPU is time-limited) runs in several calls:
+
+    python scripts/time_boxed_run.py --experiment transformer --profile paper --steps schedule \
+        --pause-after-s 540 --out runs/transformer ...
+
+trains a fixed number of steps (``schedule`` = the profile's whole schedule, or a number) without calibration,
+checkpoints under ``OUT/state`` when this call's time is up and exits with status 3; the same command again
+resumes there (the checkpoint is reused only if every setting matches), and the call that finishes the schedule
+scores the test sets and writes ``run.json`` like a budgeted run.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from punctuation.params import ParamsError, experiment_config, load_params  # no
 from punctuation.training import CHECKPOINT_FILE, choose_device, schedule_steps, train_model  # noqa: E402
 
 CALIBRATION_STEPS = 60
+PAUSED_EXIT_STATUS = 3
 
 
 def _parse_override(text: str) -> tuple[str, object]:
@@ -40,6 +51,19 @@ def _parse_override(text: str) -> tuple[str, object]:
     if not key or not _:
         raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
     return key, yaml.safe_load(value)
+
+
+def _calibrate(out: Path, features: str, model_config: dict, train_config: dict, window: int,
+               stride: int) -> tuple[float, float]:
+    """The step rate of this experiment on this machine (throw-away state; includes warm-up, so conservative)."""
+    calibration_dir = out / "calibration"
+    shutil.rmtree(calibration_dir, ignore_errors=True)
+    started = time.perf_counter()
+    train_model(features, calibration_dir / "model", calibration_dir / "state", model_config=model_config,
+                train_config=train_config, window=window, stride=stride, stop_after_steps=CALIBRATION_STEPS)
+    state = torch.load(calibration_dir / "state" / CHECKPOINT_FILE, map_location="cpu", weights_only=False)["state"]
+    shutil.rmtree(calibration_dir, ignore_errors=True)
+    return state["step"] / max(state["train_seconds"], 1e-9), time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,9 +74,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--features", default="data/features")
     parser.add_argument("--prepared", default="data/prepared")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--budget-s", type=float, required=True, help="seconds for calibration and training, dev evaluations included "
-                        "(the final Ref/ASR scoring comes on top)")
-    parser.add_argument("--evals", type=int, default=4, help="dev evaluations within the budget")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--budget-s", type=float, help="seconds for calibration and training, dev evaluations included "
+                      "(the final Ref/ASR scoring comes on top)")
+    mode.add_argument("--steps", help="train exactly this many steps ('schedule' = the profile's whole schedule), "
+                      "resumably; with --pause-after-s across several calls")
+    parser.add_argument("--pause-after-s", type=float, default=None,
+                        help="with --steps: checkpoint and exit with status 3 after this many seconds of training")
+    parser.add_argument("--stop-after-s", type=float, default=None,
+                        help="with --steps: end training for good after this many seconds of this call (the last "
+                        "slot of a schedule that does not fit): score what there is, record the steps reached")
+    parser.add_argument("--evals", type=int, default=None, help="dev evaluations in the run (default: 4 for a "
+                        "budgeted run; a fixed-steps run keeps the profile's eval_every_steps)")
+    parser.add_argument("--published", default=None, help="the published row to show beside the run, e.g. "
+                        "yi_tao_2019/speech for another input; 'none' for no row (default: the experiment's own)")
     parser.add_argument("--set", type=_parse_override, action="append", default=[], metavar="KEY=VALUE",
                         help="override a train setting of the experiment (repeatable)")
     args = parser.parse_args(argv)
@@ -70,28 +105,38 @@ def main(argv: list[str] | None = None) -> int:
     planned_steps = schedule_steps(train_tokens, train_config)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    # 1. the step rate of this experiment on this machine (throw-away state; includes warm-up, so conservative)
-    calibration_dir = args.out / "calibration"
-    shutil.rmtree(calibration_dir, ignore_errors=True)
-    started = time.perf_counter()
-    train_model(args.features, calibration_dir / "model", calibration_dir / "state", model_config=model_config,
-                train_config=train_config, window=window, stride=stride, stop_after_steps=CALIBRATION_STEPS)
-    state = torch.load(calibration_dir / "state" / CHECKPOINT_FILE, map_location="cpu", weights_only=False)["state"]
-    steps_per_second = state["step"] / max(state["train_seconds"], 1e-9)
-    shutil.rmtree(calibration_dir, ignore_errors=True)
-    calibration_seconds = time.perf_counter() - started
+    # 1. how many steps: a fixed number, or as many as the measured step rate fits into the budget
+    if args.steps is not None:
+        if args.steps != "schedule" and not args.steps.isdigit():
+            parser.error(f"--steps wants a number or 'schedule', got {args.steps!r}")
+        steps_per_second, calibration_seconds = None, 0.0
+        fixed_steps = planned_steps if args.steps == "schedule" else int(args.steps)
+    else:
+        if args.pause_after_s is not None or args.stop_after_s is not None:
+            parser.error("--pause-after-s and --stop-after-s go with --steps (a budgeted run ends at its budget)")
+        steps_per_second, calibration_seconds = _calibrate(args.out, args.features, model_config, train_config,
+                                                           window, stride)
+        # the budgeted run: ~10 % of the budget is kept for the dev evaluations
+        fixed_steps = max(int(steps_per_second * (args.budget_s - calibration_seconds) * 0.9), 1)
+    train_config["max_steps"] = fixed_steps if train_config.get("max_steps") is None else min(
+        fixed_steps, int(train_config["max_steps"]))
+    evals = args.evals if args.evals is not None else None if args.steps is not None else 4
+    if evals is not None:
+        train_config["eval_every_steps"] = max(train_config["max_steps"] // max(evals, 1), 1)
 
-    # 2. the budgeted run: ~10 % of the budget is kept for the dev evaluations
-    max_steps = max(int(steps_per_second * (args.budget_s - calibration_seconds) * 0.9), 1)
-    train_config["max_steps"] = max_steps if train_config.get("max_steps") is None else min(
-        max_steps, int(train_config["max_steps"]))
-    train_config["eval_every_steps"] = max(train_config["max_steps"] // max(args.evals, 1), 1)
+    # 2. training: the step budget of a budgeted run is an estimate, so its deadline makes the budget hard
+    # whatever the rate turns out to be; a fixed-steps run pauses instead and is resumed by the next call
     started = time.perf_counter()
-    # the step budget is an estimate; the deadline makes the budget hard whatever the rate turns out to be
+    deadline = (time.monotonic() + args.budget_s - calibration_seconds if args.budget_s is not None
+                else None if args.stop_after_s is None else time.monotonic() + args.stop_after_s)
+    pause_at = None if args.pause_after_s is None else time.monotonic() + args.pause_after_s
     result = train_model(args.features, args.out / "model", args.out / "state", model_config=model_config,
-                         train_config=train_config, window=window, stride=stride,
-                         deadline=time.monotonic() + args.budget_s - calibration_seconds)
+                         train_config=train_config, window=window, stride=stride, deadline=deadline, pause_at=pause_at)
     wall_seconds = time.perf_counter() - started
+    if not result.metrics["completed"]:
+        print(json.dumps({"experiment": args.experiment, "paused_at_step": result.metrics["steps"],
+                          "of_steps": train_config["max_steps"], "resume": "run the same command again"}))
+        return PAUSED_EXIT_STATUS
     shutil.rmtree(args.out / "state", ignore_errors=True)
 
     # 3. Ref and ASR
@@ -102,12 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     record = {
         "experiment": args.experiment, "profile": params["profile"], "features": str(args.features),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "torch": torch.__version__, "budget_s": args.budget_s,
-        "published": params["active"]["experiments"][args.experiment].get("published"),
+        "torch": torch.__version__, "budget_s": args.budget_s, "fixed_steps": args.steps,
+        "published": (None if args.published == "none"
+                      else args.published or params["active"]["experiments"][args.experiment].get("published")),
         "planned_steps": planned_steps, "train_tokens_per_epoch": train_tokens,
-        "calibration_steps_per_second": round(steps_per_second, 2),
+        "calibration_steps_per_second": None if steps_per_second is None else round(steps_per_second, 2),
         "model": model_config, "train": train_config,
-        "train_result": result.metrics, "train_wall_seconds": round(wall_seconds, 1),
+        "train_result": result.metrics,
+        # of this call only when the run was resumed (train_result.train_seconds covers every call)
+        "train_wall_seconds": round(wall_seconds, 1),
         "eval": scores,
     }
     (args.out / "run.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

@@ -51,3 +51,27 @@ def test_learning_curves_without_dev_rows(tmp_path):
     csv_path = tmp_path / "history.csv"
     csv_path.write_text("step,epoch,train_loss,dev_loss,dev_f1,lr\n1,0,2.0,,,0.1\n", encoding="utf-8")
     assert _is_png(plot_learning_curves(csv_path, tmp_path / "curves.png"))
+
+
+def test_dev_f1_curves_of_several_runs_in_one_png(tmp_path):
+    import matplotlib.pyplot as plt
+    import pytest
+
+    from punctuation.plots import plot_dev_f1_curves
+
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    first.write_text(HISTORY, encoding="utf-8")
+    second.write_text(HISTORY.replace("0.55", "0.60"), encoding="utf-8")
+    drawn = []
+    original = plt.Axes.plot
+    plt.Axes.plot = lambda self, x, y, **style: drawn.append((list(x), list(y), style["label"])) or original(
+        self, x, y, **style)
+    try:
+        out = plot_dev_f1_curves({"word": first, "word+speech": second}, tmp_path / "f1.png")
+    finally:
+        plt.Axes.plot = original
+    assert _is_png(out)
+    # one line a run, only the rows with a dev evaluation, in percent
+    assert drawn == [([30.0, 50.0], [41.0, 55.00000000000001], "word"), ([30.0, 50.0], [41.0, 60.0], "word+speech")]
+    with pytest.raises(ValueError, match="no histories"):
+        plot_dev_f1_curves({}, tmp_path / "none.png")

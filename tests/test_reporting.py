@@ -95,3 +95,23 @@ def test_time_boxed_report_says_how_far_each_run_got():
     assert "**21.4**" in ref_row and ref_row.rstrip().endswith("| 69.4 |")
     asr_row = next(line for line in text.splitlines() if "| ASR |" in line)
     assert "**22.4**" in asr_row and asr_row.rstrip().endswith("| 65.3 |")
+
+
+def test_time_boxed_report_compares_gains_over_a_baseline_run_with_the_published_gains():
+    import pytest
+
+    from punctuation.reporting import time_boxed_markdown
+
+    def run(name, published, ref_f1):
+        return {"run": name, "experiment": "transformer", "published": published, "planned_steps": 100,
+                "train_result": {"steps": 50, "train_tokens_seen": 10, "train_seconds": 1.0, "best_dev_f1": 0.5},
+                "eval": {"ref": scores(ref_f1)}}
+
+    runs = [run("word", "yi_tao_2019/word", 0.563), run("word+speech", "yi_tao_2019/word_speech", 0.582)]
+    text = time_boxed_markdown("variants", runs, load_published(), notes=["Made on a GPU."], baseline="word")
+    assert "\nMade on a GPU.\n" in text and "| Δ F1 vs word | published Δ |" in text
+    rows = [line for line in text.splitlines() if "| Ref |" in line]
+    assert rows[0].rstrip().endswith("| 69.4 | +0.0 | +0.0 |")
+    assert rows[1].rstrip().endswith("| 72.9 | +1.9 | +3.5 |")  # 58.2 - 56.3; 72.9 - 69.4
+    with pytest.raises(ValueError, match="baseline 'speech' is not one of the runs"):
+        time_boxed_markdown("variants", runs, load_published(), baseline="speech")

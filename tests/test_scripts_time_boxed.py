@@ -6,6 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import torch
 import yaml
 
 from tests.corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
@@ -30,7 +31,7 @@ def test_time_boxed_run_fits_its_budget_and_records_the_settings(tmp_path):
     params_path = tmp_path / "params.yaml"
     params_path.write_text(yaml.safe_dump(params), encoding="utf-8")
     out = tmp_path / "run"
-    budget = 6.0
+    budget = 12.0  # calibration is a share of it: leave room for training on a loaded machine
     assert load_script("time_boxed_run").main([
         "--experiment", "tiny", "--params", str(params_path), "--features", str(features),
         "--prepared", str(tmp_path / "prepared"), "--out", str(out), "--budget-s", str(budget),
@@ -44,8 +45,12 @@ def test_time_boxed_run_fits_its_budget_and_records_the_settings(tmp_path):
     assert (out / "predictions" / "ref.tsv").exists() and not (out / "state").exists()
 
     report = tmp_path / "report.md"
-    assert load_script("time_boxed_report").main([str(out / "run.json"), "--out", str(report)]) == 0
-    assert f"{result['steps']} (of {record['planned_steps']})" in report.read_text()
+    curves = tmp_path / "figures" / "curves.png"
+    assert load_script("time_boxed_report").main([str(out / "run.json"), "--out", str(report),
+                                                  "--curves", str(curves)]) == 0
+    text = report.read_text()
+    assert f"{result['steps']} (of {record['planned_steps']})" in text
+    assert curves.stat().st_size > 0 and "](figures/curves.png)" in text
 
 
 def test_time_boxed_run_refuses_an_unknown_setting(tmp_path):
@@ -63,3 +68,56 @@ def test_time_boxed_run_refuses_an_unknown_setting(tmp_path):
             "--experiment", "tiny", "--params", str(tmp_path / "params.yaml"), "--features", str(features),
             "--out", str(tmp_path / "run"), "--budget-s", "5", "--set", "dev_eval_token=200"])
     assert not (tmp_path / "run").exists()
+
+
+def test_a_fixed_schedule_pauses_and_resumes_across_calls_to_the_same_model(tmp_path):
+    features = write_feature_cache(tmp_path, talks=8, sentences_per_talk=10, train_tokens=1500)
+    params = {"profile": "tiny", "experiments": ["tiny"],
+              "evaluate": {"test_splits": ["ref"], "window": 30, "stride": 15, "batch_size": 16, "device": "cpu"},
+              "profiles": {"tiny": {"train": {**TINY_TRAIN, "epochs": 3},
+                                    "experiments": {"tiny": {"model": TINY_MODEL}}}}}
+    params_path = tmp_path / "params.yaml"
+    params_path.write_text(yaml.safe_dump(params), encoding="utf-8")
+    script = load_script("time_boxed_run")
+
+    def run(out, *extra):
+        return script.main(["--experiment", "tiny", "--params", str(params_path), "--features", str(features),
+                            "--prepared", str(tmp_path / "prepared"), "--out", str(out), "--steps", "schedule",
+                            *extra])
+
+    assert run(tmp_path / "straight") == 0
+    straight = json.loads((tmp_path / "straight" / "run.json").read_text())
+    assert straight["train_result"]["steps"] == straight["planned_steps"] == straight["train"]["max_steps"]
+
+    # a slot already over: each call checkpoints after its first step and asks to be called again
+    calls = 0
+    while (status := run(tmp_path / "sliced", "--pause-after-s", "0")) == script.PAUSED_EXIT_STATUS:
+        calls += 1
+        assert not (tmp_path / "sliced" / "run.json").exists() and (tmp_path / "sliced" / "state").exists()
+    assert status == 0 and calls >= 2
+    sliced = json.loads((tmp_path / "sliced" / "run.json").read_text())
+    assert sliced["train_result"]["steps"] == straight["train_result"]["steps"]
+    assert sliced["eval"] == straight["eval"]
+    a = torch.load(tmp_path / "straight" / "model" / "model.pt", weights_only=True)
+    b = torch.load(tmp_path / "sliced" / "model" / "model.pt", weights_only=True)
+    assert all(torch.equal(a[name], b[name]) for name in a)
+    assert not (tmp_path / "sliced" / "state").exists()  # the finished run drops its checkpoint
+
+
+def test_the_last_slot_of_a_fixed_schedule_can_end_it_early_and_say_so(tmp_path):
+    features = write_feature_cache(tmp_path, talks=8, sentences_per_talk=10, train_tokens=1500)
+    params = {"profile": "tiny", "experiments": ["tiny"],
+              "evaluate": {"test_splits": ["ref"], "window": 30, "stride": 15, "batch_size": 16, "device": "cpu"},
+              "profiles": {"tiny": {"train": {**TINY_TRAIN, "epochs": 50},
+                                    "experiments": {"tiny": {"model": TINY_MODEL}}}}}
+    params_path = tmp_path / "params.yaml"
+    params_path.write_text(yaml.safe_dump(params), encoding="utf-8")
+    script = load_script("time_boxed_run")
+    common = ["--experiment", "tiny", "--params", str(params_path), "--features", str(features),
+              "--prepared", str(tmp_path / "prepared"), "--out", str(tmp_path / "run"), "--steps", "schedule"]
+    assert script.main([*common, "--pause-after-s", "0"]) == script.PAUSED_EXIT_STATUS
+    assert script.main([*common, "--stop-after-s", "0"]) == 0  # resumes, then ends at once for good
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["train_result"]["stopped_at_deadline"]
+    assert 1 <= record["train_result"]["steps"] < record["planned_steps"] == record["train"]["max_steps"]
+    assert set(record["eval"]) == {"ref"}

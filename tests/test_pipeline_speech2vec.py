@@ -1,0 +1,54 @@
+"""pipeline.speech2vec --score-only: vectors already trained are scored again without training."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from pipeline import speech2vec as stage
+
+PARAMS = {"profile": "tiny", "profiles": {"tiny": {"train": {}, "experiments": {}}},
+          "speech2vec": {"dim": 4}, "embed": {"word_source": {"type": "none"}}}
+
+
+def write_trained_vectors(out_dir, words, vectors):
+    out_dir.mkdir(parents=True)
+    lines = [f"{len(words)} {vectors.shape[1]}"]
+    lines += [w + " " + " ".join(f"{x:.6f}" for x in v) for w, v in zip(words, vectors)]
+    (out_dir / "vectors.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    summary = {"format": 1, "config": {"min_count": 3, "train_splits": ["train"], "dim": vectors.shape[1]},
+               "training_segments": 1234, "training_words": len(words), "vocabulary": len(words),
+               "epoch_losses": [0.9, 0.8], "occurrences": {"train": {"tokens": 100, "tokens_with_vector": 60}},
+               "train_seconds": 12.0, "seconds": 15.0}
+    (out_dir / "speech2vec.json").write_text(json.dumps(summary), encoding="utf-8")
+
+
+def test_score_only_reports_the_existing_vectors_without_training(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    words = ["write", "right", "two", "too", "tiger", "cat", "money", "bank", "car", "automobile"]
+    vectors = rng.normal(size=(len(words), 4)).astype(np.float32)
+    vectors[1] = vectors[0] + 0.01  # write/right: the same sound, so (nearly) the same vector
+    write_trained_vectors(tmp_path / "s2v", words, vectors)
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(PARAMS))
+    monkeypatch.setattr(stage, "train_speech2vec", lambda *a, **k: pytest.fail("--score-only must not train"))
+
+    metrics, report = tmp_path / "m.json", tmp_path / "r.md"
+    assert stage.main(["--params", str(params), "--out", str(tmp_path / "s2v"), "--metrics", str(metrics),
+                       "--report", str(report), "--score-only"]) == 0
+    scored = json.loads(metrics.read_text())
+    assert scored["training_segments"] == 1234 and scored["train_seconds"] == 12.0  # from the stored summary
+    homophones = scored["homophones"]["speech2vec"]
+    assert homophones["covered_pairs"] == 2 and homophones["median_rank"] <= 2  # write/right nearest neighbours
+    assert set(scored["word_similarity"]["sources"]) == {"speech2vec"}
+    assert "1,234 word segments" in report.read_text()
+
+
+def test_score_only_without_trained_vectors_says_what_is_missing(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(PARAMS))
+    with pytest.raises(SystemExit, match="speech2vec.json not found"):
+        stage.main(["--params", str(params), "--out", str(tmp_path / "none"), "--score-only"])
