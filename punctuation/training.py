@@ -207,6 +207,8 @@ def train_model(
             scheduler.load_state_dict(checkpoint["scheduler"])
             # map_location moved every tensor to the device; the CPU generator's state must be a CPU ByteTensor
             torch.set_rng_state(checkpoint["torch_rng"].cpu())
+            if device.type == "cuda" and checkpoint.get("cuda_rng") is not None:  # dropout masks drawn on the GPU
+                torch.cuda.set_rng_state(checkpoint["cuda_rng"].cpu(), device)
             state = checkpoint["state"]
             log.info("resuming from %s at step %d", checkpoint_path, state["step"])
         else:
@@ -216,7 +218,8 @@ def train_model(
     def save_checkpoint() -> None:
         _atomic_torch_save(
             {"fingerprint": fingerprint, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-             "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(), "state": state},
+             "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(),
+             "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None, "state": state},
             checkpoint_path,
         )
 

@@ -91,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", type=_parse_override, action="append", default=[], metavar="KEY=VALUE",
                         help="override a train setting of the experiment (repeatable)")
     args = parser.parse_args(argv)
+    if args.steps is not None and args.steps != "schedule" and not args.steps.isdigit():
+        parser.error(f"--steps wants a number or 'schedule', got {args.steps!r}")
+    if args.steps is None and (args.pause_after_s is not None or args.stop_after_s is not None):
+        parser.error("--pause-after-s and --stop-after-s go with --steps (a budgeted run ends at its budget)")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     params = load_params(args.params, profile=args.profile)
@@ -107,13 +111,9 @@ def main(argv: list[str] | None = None) -> int:
 
     # 1. how many steps: a fixed number, or as many as the measured step rate fits into the budget
     if args.steps is not None:
-        if args.steps != "schedule" and not args.steps.isdigit():
-            parser.error(f"--steps wants a number or 'schedule', got {args.steps!r}")
         steps_per_second, calibration_seconds = None, 0.0
         fixed_steps = planned_steps if args.steps == "schedule" else int(args.steps)
     else:
-        if args.pause_after_s is not None or args.stop_after_s is not None:
-            parser.error("--pause-after-s and --stop-after-s go with --steps (a budgeted run ends at its budget)")
         steps_per_second, calibration_seconds = _calibrate(args.out, args.features, model_config, train_config,
                                                            window, stride)
         # the budgeted run: ~10 % of the budget is kept for the dev evaluations

@@ -70,20 +70,25 @@ def test_time_boxed_run_refuses_an_unknown_setting(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_a_fixed_schedule_pauses_and_resumes_across_calls_to_the_same_model(tmp_path):
+def fixed_steps_setup(tmp_path, epochs):
+    """A tiny feature cache and params with one experiment; the command-line start of a fixed-steps run."""
     features = write_feature_cache(tmp_path, talks=8, sentences_per_talk=10, train_tokens=1500)
     params = {"profile": "tiny", "experiments": ["tiny"],
               "evaluate": {"test_splits": ["ref"], "window": 30, "stride": 15, "batch_size": 16, "device": "cpu"},
-              "profiles": {"tiny": {"train": {**TINY_TRAIN, "epochs": 3},
+              "profiles": {"tiny": {"train": {**TINY_TRAIN, "epochs": epochs},
                                     "experiments": {"tiny": {"model": TINY_MODEL}}}}}
     params_path = tmp_path / "params.yaml"
     params_path.write_text(yaml.safe_dump(params), encoding="utf-8")
+    return ["--experiment", "tiny", "--params", str(params_path), "--features", str(features),
+            "--prepared", str(tmp_path / "prepared"), "--steps", "schedule"]
+
+
+def test_a_fixed_schedule_pauses_and_resumes_across_calls_to_the_same_model(tmp_path):
+    common = fixed_steps_setup(tmp_path, epochs=3)
     script = load_script("time_boxed_run")
 
     def run(out, *extra):
-        return script.main(["--experiment", "tiny", "--params", str(params_path), "--features", str(features),
-                            "--prepared", str(tmp_path / "prepared"), "--out", str(out), "--steps", "schedule",
-                            *extra])
+        return script.main([*common, "--out", str(out), *extra])
 
     assert run(tmp_path / "straight") == 0
     straight = json.loads((tmp_path / "straight" / "run.json").read_text())
@@ -105,19 +110,24 @@ def test_a_fixed_schedule_pauses_and_resumes_across_calls_to_the_same_model(tmp_
 
 
 def test_the_last_slot_of_a_fixed_schedule_can_end_it_early_and_say_so(tmp_path):
-    features = write_feature_cache(tmp_path, talks=8, sentences_per_talk=10, train_tokens=1500)
-    params = {"profile": "tiny", "experiments": ["tiny"],
-              "evaluate": {"test_splits": ["ref"], "window": 30, "stride": 15, "batch_size": 16, "device": "cpu"},
-              "profiles": {"tiny": {"train": {**TINY_TRAIN, "epochs": 50},
-                                    "experiments": {"tiny": {"model": TINY_MODEL}}}}}
-    params_path = tmp_path / "params.yaml"
-    params_path.write_text(yaml.safe_dump(params), encoding="utf-8")
+    common = [*fixed_steps_setup(tmp_path, epochs=50), "--out", str(tmp_path / "run")]
     script = load_script("time_boxed_run")
-    common = ["--experiment", "tiny", "--params", str(params_path), "--features", str(features),
-              "--prepared", str(tmp_path / "prepared"), "--out", str(tmp_path / "run"), "--steps", "schedule"]
     assert script.main([*common, "--pause-after-s", "0"]) == script.PAUSED_EXIT_STATUS
     assert script.main([*common, "--stop-after-s", "0"]) == 0  # resumes, then ends at once for good
     record = json.loads((tmp_path / "run" / "run.json").read_text())
     assert record["train_result"]["stopped_at_deadline"]
     assert 1 <= record["train_result"]["steps"] < record["planned_steps"] == record["train"]["max_steps"]
     assert set(record["eval"]) == {"ref"}
+
+
+def test_slot_options_belong_to_fixed_steps_runs(tmp_path, capsys):
+    import pytest
+
+    script = load_script("time_boxed_run")
+    base = ["--experiment", "tiny", "--out", str(tmp_path / "run")]
+    for argv, message in ((["--steps", "many"], "--steps wants a number or 'schedule'"),
+                          (["--budget-s", "60", "--pause-after-s", "30"], "go with --steps")):
+        with pytest.raises(SystemExit) as stopped:
+            script.main([*base, *argv])
+        assert stopped.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
