@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         plot_dev_f1_curves(histories, args.curves, title=args.title)
         figures["dev F1 against the step"] = os.path.relpath(args.curves, args.out.parent)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(time_boxed_markdown(args.title, runs, load_published(), figures, args.note, args.baseline), encoding="utf-8")
+    text = time_boxed_markdown(args.title, runs, load_published(), figures, notes=args.note, baseline=args.baseline)
+    args.out.write_text(text, encoding="utf-8")
     print(args.out)
     return 0
 

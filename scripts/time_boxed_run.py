@@ -120,16 +120,19 @@ def main(argv: list[str] | None = None) -> int:
         fixed_steps = max(int(steps_per_second * (args.budget_s - calibration_seconds) * 0.9), 1)
     train_config["max_steps"] = fixed_steps if train_config.get("max_steps") is None else min(
         fixed_steps, int(train_config["max_steps"]))
-    evals = args.evals if args.evals is not None else None if args.steps is not None else 4
-    if evals is not None:
+    evals = args.evals if args.evals is not None or args.steps is not None else 4
+    if evals is not None:  # None: a fixed-steps run keeps the profile's eval_every_steps
         train_config["eval_every_steps"] = max(train_config["max_steps"] // max(evals, 1), 1)
 
     # 2. training: the step budget of a budgeted run is an estimate, so its deadline makes the budget hard
     # whatever the rate turns out to be; a fixed-steps run pauses instead and is resumed by the next call
     started = time.perf_counter()
-    deadline = (time.monotonic() + args.budget_s - calibration_seconds if args.budget_s is not None
-                else None if args.stop_after_s is None else time.monotonic() + args.stop_after_s)
-    pause_at = None if args.pause_after_s is None else time.monotonic() + args.pause_after_s
+    now = time.monotonic()
+    if args.budget_s is not None:
+        deadline = now + args.budget_s - calibration_seconds
+    else:
+        deadline = None if args.stop_after_s is None else now + args.stop_after_s
+    pause_at = None if args.pause_after_s is None else now + args.pause_after_s
     result = train_model(args.features, args.out / "model", args.out / "state", model_config=model_config,
                          train_config=train_config, window=window, stride=stride, deadline=deadline, pause_at=pause_at)
     wall_seconds = time.perf_counter() - started
