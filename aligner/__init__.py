@@ -8,15 +8,16 @@ aligned)`` per input word, in order, never dropping or duplicating one. Backends
 ``pocketsphinx`` (default; pip-only, :mod:`aligner.pocketsphinx_backend`) and ``mfa`` (the Montreal Forced
 Aligner's ``mfa`` command where a conda install put it on PATH, :mod:`aligner.mfa_backend`).
 Pronunciations and contractions: :mod:`aligner.pronounce`. Outputs: :mod:`aligner.output`. Scoring against
-reference word times: :mod:`aligner.evaluation`. Synthetic test speech: :mod:`aligner.synth` (over
-:mod:`audio.synthesis`). Command line:
+reference word times: :mod:`aligner.evaluation`. Filling in and inheriting times (:func:`interpolate`, and
+:func:`inherit_timings` for ASR tokens aligned beside a reference transcript): :mod:`aligner.timing`.
+Synthetic test speech with reference timings lives a layer up, in :mod:`audio.reference_speech`. Command line:
 ``python -m aligner AUDIO TRANSCRIPT -o WORDS.tsv`` (:mod:`aligner.cli`). Accuracy and speed:
 ``benchmarks/alignment.py``.
 """
 
 from aligner.output import read_alignment_table, write_alignment_table, write_textgrid, write_tsv
 from aligner.registry import DEFAULT_BACKEND, align, backend_names, get_backend, register_backend
-from aligner.timing import interpolate
+from aligner.timing import asr_mapping, inherit_timings, interpolate
 from aligner.types import AlignConfig, AlignmentError, AudioError, BackendUnavailable, WordTiming
 
 __all__ = [
@@ -27,8 +28,10 @@ __all__ = [
     "DEFAULT_BACKEND",
     "WordTiming",
     "align",
+    "asr_mapping",
     "backend_names",
     "get_backend",
+    "inherit_timings",
     "interpolate",
     "read_alignment_table",
     "register_backend",

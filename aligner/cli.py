@@ -2,7 +2,7 @@
 
     .venv/bin/python -m aligner talk.wav talk.txt -o talk.words.tsv [--backend pocketsphinx|mfa]
 
-TRANSCRIPT is plain UTF-8 text; it is tokenised with ``punctuation.text.tokenize_for_inference`` so the
+TRANSCRIPT is plain UTF-8 text; it is tokenised with ``corpus.text.tokenize_for_inference`` so the
 words are the benchmark's tokens (marks dropped, contractions split: ``don't`` -> ``do n't``). The output is
 a TSV with the header ``word<TAB>start<TAB>end`` (seconds, 3 decimals) and one row per transcript token, in
 order; a token the aligner could not place confidently has empty start/end cells (``--estimates`` writes
@@ -16,6 +16,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+from aligner.audio import SAMPLE_RATE, load_audio
+from aligner.output import write_alignment_table, write_textgrid, write_tsv
+from aligner.registry import DEFAULT_BACKEND, align, backend_names
+from aligner.types import AlignmentError
+from corpus.text import tokenize_for_inference
 
 
 class InputError(Exception):
@@ -36,8 +42,6 @@ def read_transcript(path: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from aligner.registry import DEFAULT_BACKEND, backend_names
-
     parser = argparse.ArgumentParser(prog="python -m aligner", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("audio", help="audio file (WAV/FLAC/OGG...; any rate, mono or stereo)")
@@ -50,12 +54,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", help="also write a Parquet alignment table here")
     parser.add_argument("--talk", help="talk id for --table (default: the audio file's stem)")
     args = parser.parse_args(argv)
-
-    from aligner.audio import SAMPLE_RATE, load_audio
-    from aligner.output import write_alignment_table, write_textgrid, write_tsv
-    from aligner.registry import align
-    from aligner.types import AlignmentError
-    from punctuation.text import tokenize_for_inference
 
     try:
         if args.backend not in backend_names():

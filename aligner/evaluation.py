@@ -9,7 +9,7 @@ last phone's end), so any gap longer than ``min_pause_s`` is a pause phone (flit
 edge of the audio. Other boundaries are *junctions* (word to word, no silence between: the hard case for
 an aligner, since there is no energy dip to anchor the boundary).
 
-Used by ``benchmarks/alignment.py`` and by :func:`audio.stage.align_talks`.
+Used by ``benchmarks/alignment.py`` and by :func:`audio.align_stage.align_talks`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Alignment units
 ---------------
-The benchmark tokeniser (:func:`punctuation.text.tokenize_for_inference`) splits the contractions ``n't``,
+The benchmark tokeniser (:func:`corpus.text.tokenize_for_inference`) splits the contractions ``n't``,
 ``'s``, ``'re``, ``'m`` and ``'ll`` off their word (``don't`` -> ``do n't``, ``it's`` -> ``it 's``). Spoken,
 ``don't`` is one syllable and ``do`` alone (D UW) is not in it, so a clitic token is **merged with the token
 before it** into one unit that is aligned as the written contraction (``do`` + ``n't`` -> ``don't``, D OW N T).

@@ -6,6 +6,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from aligner.mfa_backend import MfaBackend
+from aligner.pocketsphinx_backend import PocketsphinxBackend
 from aligner.timing import check_timings
 from aligner.types import AlignConfig, WordTiming
 
@@ -60,9 +62,6 @@ def align(audio_path: str | os.PathLike, words: Sequence[str], *, config: AlignC
 
 
 def _register_builtin() -> None:
-    from aligner.mfa_backend import MfaBackend
-    from aligner.pocketsphinx_backend import PocketsphinxBackend
-
     register_backend("pocketsphinx", PocketsphinxBackend)
     register_backend("mfa", MfaBackend)
 

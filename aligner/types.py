@@ -5,27 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from corpus.timings import WordTiming
+
 __all__ = ["WordTiming", "AlignConfig", "AlignmentError", "AudioError", "BackendUnavailable"]
-
-
-@dataclass(frozen=True)
-class WordTiming:
-    """Where one transcript word was spoken, in seconds from the start of the audio.
-
-    ``aligned`` is True when the aligner placed the word and its acoustic match passed the confidence test.
-    When it is False, ``start``/``end`` are an *estimate* (the aligner's forced position that failed the
-    confidence test, or an interpolation between the neighbouring words, see :func:`aligner.interpolate`)
-    or NaN when nothing could be estimated -- never a made-up zero.
-    """
-
-    word: str
-    start: float
-    end: float
-    aligned: bool
-
-    @property
-    def has_time(self) -> bool:
-        return math.isfinite(self.start) and math.isfinite(self.end)
 
 
 @dataclass

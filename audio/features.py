@@ -1,16 +1,16 @@
 """Per-token prosodic features and MFCC frames from a talk's audio and its word timings.
 
 Input: one audio file per talk and one timing per benchmark token of the talk (objects with ``start``,
-``end`` in seconds and ``aligned``; :class:`audio.synthesis.WordTiming` and ``aligner.WordTiming`` both
-fit). Output, aligned with the talk's token sequence:
+``end`` in seconds and ``aligned``, such as :class:`corpus.timings.WordTiming`). Output, aligned with the talk's
+token sequence:
 
 * ``values``: ``(N, F)`` float32, the features of :data:`FEATURE_NAMES`, never NaN or infinite;
 * ``missing``: ``(N, F)`` bool, True where a value could not be measured. The value there is the neutral
   fill of :data:`NEUTRAL_VALUES` (what "no information" looks like: no pause, average duration, the talk's
   typical pitch and loudness), so a model that ignores the mask sees nothing extreme; a model that uses it
   knows. Values are never silently zero where they are unknown.
-* ``mfcc``: a :class:`RaggedFrames` store, 13 MFCCs every 10 ms for each token's span (for a later
-  speech-embedding stage): one ``(T, 13)`` float32 array plus ``offsets`` ``(N + 1,)`` int64, token ``i``
+* ``mfcc``: a :class:`corpus.frames.RaggedFrames` store, 13 MFCCs every 10 ms for each token's span (for a
+  later speech-embedding stage): one ``(T, 13)`` float32 array plus ``offsets`` ``(N + 1,)`` int64, token ``i``
   owning rows ``offsets[i]:offsets[i+1]``.
 
 Features (``F = 9``)
@@ -87,13 +87,15 @@ from typing import Any
 
 import numpy as np
 
+from corpus.frames import RaggedFrames
+from corpus.timings import read_engine_timings
+
 __all__ = [
     "FEATURE_NAMES",
     "NEUTRAL_VALUES",
     "AudioFeatureError",
     "FeatureConfig",
     "FeatureJob",
-    "RaggedFrames",
     "TalkFeatures",
     "extract_features",
     "load_audio",
@@ -152,56 +154,6 @@ class FeatureConfig:
     mfcc_n_mels: int = 40
     silence_dbfs: float = -60.0
     max_timing_overshoot_s: float = 0.05
-
-
-@dataclass
-class RaggedFrames:
-    """Variable-length frame sequences, one per token: ``values[offsets[i]:offsets[i+1]]`` for token ``i``."""
-
-    values: np.ndarray  # (T, D) float32
-    offsets: np.ndarray  # (N + 1,) int64
-
-    def __post_init__(self) -> None:
-        self.values = np.asarray(self.values, dtype=np.float32)
-        self.offsets = np.asarray(self.offsets, dtype=np.int64)
-        if self.values.ndim != 2 or self.offsets.ndim != 1 or len(self.offsets) == 0:
-            raise ValueError("values must be (T, D) and offsets (N + 1,)")
-        if self.offsets[0] != 0 or self.offsets[-1] != len(self.values) or np.any(np.diff(self.offsets) < 0):
-            raise ValueError(
-                f"offsets must start at 0, never decrease and end at {len(self.values)} (got ..{self.offsets[-1]})"
-            )
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def token(self, index: int) -> np.ndarray:
-        return self.values[self.offsets[index] : self.offsets[index + 1]]
-
-    def save(self, prefix: str | Path) -> tuple[Path, Path]:
-        """Write ``<prefix>.mfcc.npy`` and ``<prefix>.mfcc_offsets.npy``."""
-        prefix = Path(prefix)
-        prefix.parent.mkdir(parents=True, exist_ok=True)
-        values, offsets = Path(f"{prefix}.mfcc.npy"), Path(f"{prefix}.mfcc_offsets.npy")
-        np.save(values, self.values)
-        np.save(offsets, self.offsets)
-        return values, offsets
-
-    @classmethod
-    def load(cls, prefix: str | Path, *, mmap: bool = True) -> RaggedFrames:
-        mode = "r" if mmap else None
-        return cls(np.load(f"{prefix}.mfcc.npy", mmap_mode=mode), np.load(f"{prefix}.mfcc_offsets.npy"))
-
-    @classmethod
-    def concatenate(cls, parts: Sequence[RaggedFrames], *, dim: int | None = None) -> RaggedFrames:
-        if not parts:
-            return cls(np.zeros((0, dim or 0), np.float32), np.zeros(1, np.int64))
-        values = np.concatenate([p.values for p in parts])
-        offsets = [np.zeros(1, np.int64)]
-        base = 0
-        for p in parts:
-            offsets.append(p.offsets[1:] + base)
-            base += len(p.values)
-        return cls(values, np.concatenate(offsets))
 
 
 @dataclass
@@ -433,14 +385,12 @@ def extract_features(
     """Features of many talks, concatenated in job order (e.g. a whole split), written under ``out_prefix``.
 
     Files: ``<prefix>.features.npy`` (N, F) float32, ``<prefix>.missing.npy`` (N, F) bool,
-    ``<prefix>.mfcc.npy`` / ``<prefix>.mfcc_offsets.npy`` (:class:`RaggedFrames`) and ``<prefix>.features.json``
-    (feature names, neutral values, per-talk stats or error). A talk that fails -- bad audio, unreadable
-    timings, a timing count that differs from its token count -- gets all-missing rows (the values of
-    :data:`NEUTRAL_VALUES`, ``duration`` 0 as there is no talk mean) and no MFCC frames; its error is
-    recorded and the others carry on. Returns the JSON report.
+    ``<prefix>.mfcc.npy`` / ``<prefix>.mfcc_offsets.npy`` (:class:`corpus.frames.RaggedFrames`) and
+    ``<prefix>.features.json`` (feature names, neutral values, per-talk stats or error). A talk that fails --
+    bad audio, unreadable timings, a timing count that differs from its token count -- gets all-missing rows
+    (the values of :data:`NEUTRAL_VALUES`, ``duration`` 0 as there is no talk mean) and no MFCC frames; its
+    error is recorded and the others carry on. Returns the JSON report.
     """
-    from audio.synthesis import read_timings
-
     out_prefix = Path(out_prefix)
     out_prefix.parent.mkdir(parents=True, exist_ok=True)
     blocks_values, blocks_missing, stores, rows = [], [], [], []
@@ -448,7 +398,7 @@ def extract_features(
     for job in jobs:
         row: dict[str, Any] = {"talk": job.talk_id, "tokens": job.tokens, "audio": str(job.audio)}
         try:
-            timings = read_timings(job.timings) if isinstance(job.timings, (str, Path)) else job.timings
+            timings = read_engine_timings(job.timings) if isinstance(job.timings, (str, Path)) else job.timings
             if len(timings) != job.tokens:
                 raise ValueError(f"{len(timings)} timings for {job.tokens} tokens")
             result = talk_features(job.audio, timings, config=config)

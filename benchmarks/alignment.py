@@ -4,9 +4,9 @@
                                   [--long-minutes 5] [--backend pocketsphinx] [--no-real] [--keep DIR]
 
 Synthetic speech (flite): a built-in TED-style text (contractions, numbers, names) is repeated to about
-``--minutes`` of audio and spoken by flite (``--voice``, 16 kHz) through :mod:`aligner.synth`, i.e. the
-pipeline's own synthesis (:func:`audio.synthesis.synthesize_talk`). Reference word times are the engine's own
-phone spans (the waveform is generated from exactly these). The boundary error is |aligned - reference| over
+``--minutes`` of audio and spoken by flite (``--voice``, 16 kHz) through :mod:`audio.reference_speech`, i.e.
+the pipeline's own synthesis (:func:`audio.synthesis.synthesize_talk`). Reference word times are the engine's
+own phone spans (the waveform is generated from exactly these). The boundary error is |aligned - reference| over
 both boundaries (start, end) of every word the aligner placed confidently; reported as median, mean, share
 within 20 ms and 50 ms, for all boundaries, for boundaries next to a pause (silence in the engine's output:
 sentence or comma breaks) and for word-to-word junctions (:mod:`aligner.evaluation`, which the
@@ -45,7 +45,8 @@ from aligner import AlignConfig, WordTiming, align  # noqa: E402
 from aligner.audio import SAMPLE_RATE, load_audio  # noqa: E402
 from aligner.evaluation import boundary_errors as score_boundaries  # noqa: E402
 from aligner.evaluation import summarise_errors  # noqa: E402
-from aligner.synth import Reference, flite_available, synthesize  # noqa: E402
+from audio.reference_speech import Reference, flite_available, synthesize  # noqa: E402
+from corpus.text import tokenize_for_inference  # noqa: E402
 
 TEXT = """\
 So, I want to tell you a story about a small town in Ohio. When I was seven years old, my grandmother
@@ -164,8 +165,6 @@ def pause_edges(samples: np.ndarray, min_pause_s: float = 0.15) -> list[tuple[fl
 
 def real_speech(args, workdir: Path, config: AlignConfig) -> None:
     import soundfile
-
-    from punctuation.text import tokenize_for_inference
 
     if not (LIBRIVOX / "transcription").exists():
         print("\nreal speech: skipped (apt-get install pocketsphinx-testdata)")

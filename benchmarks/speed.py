@@ -1,24 +1,49 @@
-"""Speed benchmark: training tokens/s of each experiment's model and ``punctuate`` words/s.
+"""Speed benchmark: import times, training tokens/s of each experiment's model and ``punctuate`` words/s.
 
     .venv/bin/python benchmarks/speed.py [--params params.yaml] [--steps 20] [--artifacts artifacts]
 
-Training speed is measured on random input vectors of the cached dimension (forward + backward + Adam step,
-batch and sequence length from the active profile); punctuation speed runs the ``punctuate`` library path
-(tokenise, embed, windowed decoding, render) of each experiment's trained model directory on the Ref test text.
+Import times are those of a fresh interpreter (what every ``punctuate`` call and pipeline stage pays before
+doing anything; tests/test_models_imports.py checks that no heavy optional library is among them). Training
+speed is measured on random input vectors of the cached dimension (forward + backward + Adam step, batch and
+sequence length from the active profile); punctuation speed runs the ``punctuate`` library path (tokenise,
+embed, windowed decoding, render) of each experiment's trained model directory on the Ref test text.
 Prints one line per figure; nothing is asserted (targets live here, not in timed tests).
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import torch
 
+from corpus.iwslt import read_iwslt
+from corpus.labels import LABELS
 from models import build_model
-from punctuation.labels import LABELS
+from punctuation.inference import Punctuator, render_text
 from punctuation.params import experiment_config, load_params
+
+REPO = Path(__file__).resolve().parents[1]
+#: What a fresh interpreter imports, timed: the layers every stage imports, and `punctuate` up to its model.
+IMPORTS = {
+    "import corpus": "import corpus",
+    "import embeddings": "import embeddings",
+    "import models": "import models",
+    "punctuate (cli + inference)": "import punctuation.cli, punctuation.inference",
+}
+
+
+def import_seconds(statement: str, repeats: int = 3) -> float:
+    """The best of ``repeats`` wall times of a fresh interpreter running ``statement`` (interpreter start included)."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", statement], cwd=REPO, check=True)
+        best = min(best, time.perf_counter() - started)
+    return best
 
 
 def training_tokens_per_second(model_config: dict, train_config: dict, *, vector_dim: int, steps: int) -> float:
@@ -44,8 +69,6 @@ def training_tokens_per_second(model_config: dict, train_config: dict, *, vector
 
 
 def punctuate_words_per_second(model_dir: Path, text: str) -> tuple[float, float, int]:
-    from punctuation.inference import Punctuator, render_text
-
     started = time.perf_counter()
     punctuator = Punctuator(model_dir)
     load_seconds = time.perf_counter() - started
@@ -69,6 +92,10 @@ def main() -> None:
     threads = args.threads or int(params["active"]["train"]["threads"])
     torch.set_num_threads(threads)
     print(f"profile {params['profile']}, torch {torch.__version__}, {threads} threads")
+    baseline = import_seconds("pass")
+    print(f"python start: {baseline:.2f} s")
+    for name, statement in IMPORTS.items():
+        print(f"{name}: {import_seconds(statement) - baseline:.2f} s in a fresh interpreter (after its start)")
     for name in params["experiments"]:
         model_config, train_config = experiment_config(params, name)
         speed = training_tokens_per_second(model_config, train_config, vector_dim=args.vector_dim, steps=args.steps)
@@ -76,8 +103,6 @@ def main() -> None:
     if not Path(args.text).exists():
         print(f"punctuate: skipped (needs {args.text}: run `dvc repro` first)")
         return
-    from punctuation.iwslt import read_iwslt
-
     text = " ".join(read_iwslt(args.text).words)
     for name in params["experiments"]:
         model_dir = Path(args.artifacts) / name / "model"
@@ -86,6 +111,7 @@ def main() -> None:
             continue
         speed, load_seconds, words = punctuate_words_per_second(model_dir, text)
         print(f"punctuate {name}: {speed:,.0f} words/s on {words} words (model + vectors load {load_seconds:.1f} s)")
+
 
 if __name__ == "__main__":
     main()

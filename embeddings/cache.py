@@ -1,37 +1,34 @@
-"""Per-token word-vector features: the :class:`TokenEmbedder` and the on-disk feature cache.
+"""Building the on-disk feature cache of the prepared IWSLT splits (``python -m pipeline.embed``).
 
-``build_feature_cache`` turns the prepared IWSLT splits into memory-mappable arrays (vectors, vocabulary ids,
+``build_feature_cache`` turns the prepared splits into memory-mappable arrays (vectors, vocabulary ids,
 label ids, OOV flags) and a ``manifest.json`` that records exactly what they were built from, so an unchanged
 build is reused and any change (split file, vector-file *content*, spec, OOV policy, format) rebuilds it.
-``TokenEmbedder.save``/``load`` carry the same lookup to inference time, bit for bit. See ``README.md``.
+See ``README.md``. The pieces it is made of:
+
+* :mod:`embeddings.vocab` -- the vocabulary and the OOV rules;
+* :mod:`embeddings.embedder` -- the :class:`TokenEmbedder` (the lookup, saved beside the cache);
+* :mod:`embeddings.store` -- the layout, its errors, and reading a built cache (``load_split``, ``read_manifest``);
+* :mod:`embeddings.directories` -- swapping a finished build in place of the old one.
+
+The few names of those modules that callers import from here are re-exported (``__all__``).
 """
 
 from __future__ import annotations
 
-import glob
-import hashlib
 import json
 import logging
-import os
-import re
-import secrets
-import shutil
 import time
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from tqdm import tqdm
 
-from embeddings.sources import (
-    NONE,
-    file_sha256,
-    load_word_vectors,
-    source_fingerprint,
-    validate_spec,
-)
+from corpus.iwslt import read_iwslt
+from corpus.labels import LABEL_TO_ID
+from embeddings.directories import replacing_dir
+from embeddings.embedder import EMBEDDER_JSON, VOCAB_TXT, TokenEmbedder, normalise_spec
+from embeddings.sources import NONE, file_sha256, source_fingerprint
 from embeddings.speech_sources import (
     SpeechVectors,
     check_combine,
@@ -39,64 +36,28 @@ from embeddings.speech_sources import (
     speech_fingerprint,
     validate_speech_spec,
 )
-from punctuation.iwslt import read_iwslt
-from punctuation.labels import LABEL_TO_ID
+from embeddings.store import (
+    ARRAYS,
+    CACHE_FORMAT,
+    EMBEDDER_DIR,
+    MANIFEST,
+    SPEECH_ARRAY,
+    SPEECH_JSON,
+    SPLITS,
+    VOCAB_SPLIT,
+    WORDS_FILE,
+    FeatureCacheError,
+    read_manifest,
+)
+from embeddings.vocab import UNK_ID, build_vocab, check_policy, vocab_sha256
+
+#: ``build_feature_cache`` and the names that callers (pipeline/embed.py, scripts/time_boxed_run.py, punctuate)
+#: import from here, wherever they live now.
+__all__ = ["SPEECH_JSON", "SPLITS", "CachePaths", "TokenEmbedder", "build_feature_cache", "read_manifest"]
 
 log = logging.getLogger(__name__)
 
-#: Version of the cache layout and of the lookup rules (OOV vectors, fallback); bump to invalidate caches.
-WORDS_FILE = "words.txt"
-CACHE_FORMAT = 3  # 2: clitic composition fallback (we've -> mean(we, 've)); 3: words.txt per split
-EMBEDDER_FORMAT = 1
-SPLITS: tuple[str, ...] = ("train", "dev", "ref", "asr")
-VOCAB_SPLIT = "train"
-PAD, UNK = "<pad>", "<unk>"
-PAD_ID, UNK_ID = 0, 1
-OOV_POLICIES: tuple[str, ...] = ("zero", "random", "mean")
-MANIFEST = "manifest.json"
-EMBEDDER_DIR = "embedder"
-EMBEDDER_JSON = "embedder.json"
-VOCAB_TXT = "vocab.txt"
-ARRAYS: tuple[str, ...] = ("vectors", "ids", "labels", "oov")
-#: Written with a speech source: which tokens got a speech vector; and the speech settings beside the embedder.
-SPEECH_ARRAY = "has_speech"
-SPEECH_JSON = "speech.json"
-
-#: Salt of the per-word seed of ``random`` OOV vectors (changing it changes every random vector).
-_RANDOM_SALT = b"embeddings.oov.random/v1\0"
-#: A run of mangled bytes at the start of a token: U+FFFD (or surrogate-escaped bytes), optionally followed by
-#: the '?' that replaced the last byte of the original character (e.g. b"\xe2\x99?" = a broken music note).
-_MANGLED_PREFIX = re.compile("^(?:[\ufffd\udc80-\udcff]+\\??)+")
 _CHUNK_TOKENS = 1 << 16
-
-
-class FeatureCacheError(RuntimeError):
-    """A feature cache (or saved embedder) that is missing, incomplete or inconsistent."""
-
-
-class SourceMismatchError(FeatureCacheError):
-    """A saved embedder whose word source no longer has the content it was built from."""
-
-
-@dataclass(frozen=True)
-class EmbeddedTokens:
-    vectors: np.ndarray  # float32 (N, dim)
-    ids: np.ndarray  # int32 (N,): vocabulary ids, PAD_ID/UNK_ID reserved
-    oov: np.ndarray  # bool (N,): the word source has no vector for the token
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-
-@dataclass(frozen=True)
-class SplitFeatures:
-    vectors: np.ndarray  # float32 (N, dim), memory-mapped
-    ids: np.ndarray  # int32 (N,)
-    labels: np.ndarray  # int8 (N,), punctuation.labels.LABEL_TO_ID
-    oov: np.ndarray  # bool (N,)
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
 
 class CachePaths(dict):
@@ -111,232 +72,6 @@ class CachePaths(dict):
         self.manifest = root / MANIFEST
         self.embedder = root / EMBEDDER_DIR
         self.rebuilt = rebuilt
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Vocabulary and OOV vectors
-
-
-def build_vocab(words: Iterable[str], min_count: int = 1) -> list[str]:
-    """``[<pad>, <unk>, *types]``: word types seen at least ``min_count`` times, most frequent first, ties
-    alphabetical. The list index is the token id."""
-    if min_count < 1:
-        raise ValueError(f"vocab min_count must be >= 1, got {min_count}")
-    counts = Counter(words)
-    types = [w for w, c in counts.items() if c >= min_count and w not in (PAD, UNK)]
-    types.sort(key=lambda w: (-counts[w], w))
-    return [PAD, UNK, *types]
-
-
-def vocab_sha256(vocab: Sequence[str]) -> str:
-    return hashlib.sha256("\n".join(vocab).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def fallback_key(word: str) -> str | None:
-    """The lookup fallback tried when ``word`` itself is not in the source: the word with a mangled-byte
-    prefix removed (``"\\ufffd?gimme"`` -> ``"gimme"``); None when there is no such prefix."""
-    stripped = _MANGLED_PREFIX.sub("", word)
-    return stripped if stripped and stripped != word else None
-
-
-def clitic_parts(word: str) -> tuple[str, str] | None:
-    """``("we", "'ve")`` for a contraction the benchmark leaves whole (``we've``, ``i'd``, ``it’s``).
-
-    The benchmark splits only some clitics (``n't``, ``'s``, ``'m``, ``'re``, ``'ll``) into tokens of their own;
-    ``'ve`` and ``'d`` stay attached, and GloVe has no vector for such words. Their vector is then the mean of
-    the two parts' vectors (both must be in the source), which is what the split form would have carried.
-    """
-    word = word.replace("\u2019", "'")
-    cut = word.rfind("'")
-    if cut <= 0 or cut == len(word) - 1:
-        return None
-    return word[:cut], word[cut:]
-
-
-def random_oov_vector(word: str, dim: int, sigma: float) -> np.ndarray:
-    """The ``random`` policy's vector for ``word``: N(0, sigma^2) per dimension, float32, from a generator
-    seeded with sha256(salt + UTF-8 word): the same in every process, run and machine."""
-    seed = int.from_bytes(hashlib.sha256(_RANDOM_SALT + word.encode("utf-8", "surrogatepass")).digest()[:16], "little")
-    rng = np.random.Generator(np.random.PCG64(seed))
-    return (rng.standard_normal(dim) * sigma).astype(np.float32)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# TokenEmbedder
-
-
-def _normalise_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    spec = validate_spec(spec)
-    out: dict[str, Any] = {"type": spec["type"], "path": None if spec.get("path") is None else str(spec["path"])}
-    if spec.get("no_header"):
-        out["no_header"] = True
-    return out
-
-
-def _check_policy(oov: str) -> None:
-    if oov not in OOV_POLICIES:
-        raise ValueError(f"unknown OOV policy {oov!r}; expected one of {list(OOV_POLICIES)}")
-
-
-class TokenEmbedder:
-    """Maps tokens to (source vector, vocabulary id, OOV flag).
-
-    ``vocab`` is the id list (``build_vocab``); ``<pad>``/``<unk>`` are prepended if missing. ``vectors``
-    (already loaded KeyedVectors) and ``fingerprint`` may be passed to skip reloading/re-hashing the source;
-    ``oov_stats`` (``{"sigma": float, "mean": [float]}``) pins the statistics the OOV vectors use.
-    """
-
-    def __init__(
-        self,
-        word_source: dict[str, Any],
-        oov: str,
-        vocab: Sequence[str],
-        *,
-        vectors: Any = None,
-        fingerprint: str | None = None,
-        oov_stats: dict[str, Any] | None = None,
-    ):
-        self.word_source = _normalise_spec(word_source)
-        _check_policy(oov)
-        self.oov_policy = oov
-        vocab = list(vocab)
-        if vocab[:2] != [PAD, UNK]:
-            vocab = [PAD, UNK, *(w for w in vocab if w not in (PAD, UNK))]
-        if len(set(vocab)) != len(vocab):
-            raise ValueError("vocab has duplicate entries")
-        self.vocab = vocab
-        self._vocab_index = {w: i for i, w in enumerate(vocab)}
-        self.fingerprint = fingerprint or source_fingerprint(self.word_source)
-        if self.word_source["type"] == NONE:
-            self._kv = None
-        else:
-            self._kv = vectors if vectors is not None else load_word_vectors(self.word_source)
-        self.dim = 0 if self._kv is None else int(self._kv.vector_size)
-        if self._kv is not None and oov_stats is None:
-            matrix = self._kv.vectors
-            oov_stats = {
-                "sigma": float(np.std(matrix, dtype=np.float64)),
-                "mean": [float(x) for x in matrix.mean(axis=0, dtype=np.float64).astype(np.float32)],
-            }
-        self.oov_stats = oov_stats or {}
-        if self._kv is not None:
-            self._sigma = float(self.oov_stats["sigma"])
-            self._mean = np.asarray(self.oov_stats["mean"], dtype=np.float32)
-            if self._mean.shape != (self.dim,):
-                raise ValueError(f"oov_stats mean has shape {self._mean.shape}, expected ({self.dim},)")
-        self._memo: dict[str, tuple[np.ndarray, bool]] = {}
-
-    # -- lookup -------------------------------------------------------------------------------------------
-
-    def lookup(self, word: str) -> tuple[np.ndarray, bool]:
-        """``(vector, is_oov)`` for one word type (memoised)."""
-        hit = self._memo.get(word)
-        if hit is not None:
-            return hit
-        if self._kv is None:
-            result = (np.zeros(0, dtype=np.float32), True)
-        else:
-            index = self._kv.key_to_index.get(word)
-            if index is None:
-                alt = fallback_key(word)
-                if alt is not None:
-                    index = self._kv.key_to_index.get(alt)
-            parts = clitic_parts(word) if index is None else None
-            if index is not None:
-                result = (np.asarray(self._kv.vectors[index], dtype=np.float32), False)
-            elif parts is not None and all(part in self._kv.key_to_index for part in parts):
-                vectors = [self._kv.vectors[self._kv.key_to_index[part]] for part in parts]
-                result = (np.mean(vectors, axis=0).astype(np.float32), False)
-            elif self.oov_policy == "zero":
-                result = (np.zeros(self.dim, dtype=np.float32), True)
-            elif self.oov_policy == "mean":
-                result = (self._mean, True)
-            else:
-                result = (random_oov_vector(word, self.dim, self._sigma), True)
-        self._memo[word] = result
-        return result
-
-    def embed(self, words: Sequence[str]) -> EmbeddedTokens:
-        """Vectors (float32, (N, dim)), ids (int32) and OOV flags (bool) for a token sequence."""
-        type_of: dict[str, int] = {}
-        positions = np.fromiter((type_of.setdefault(w, len(type_of)) for w in words), dtype=np.int64, count=len(words))
-        types = list(type_of)
-        looked_up = [self.lookup(w) for w in types]
-        type_vectors = (
-            np.stack([v for v, _ in looked_up]).astype(np.float32, copy=False)
-            if types
-            else np.zeros((0, self.dim), dtype=np.float32)
-        )
-        type_oov = np.fromiter((o for _, o in looked_up), dtype=bool, count=len(types))
-        type_ids = np.fromiter((self._vocab_index.get(w, UNK_ID) for w in types), dtype=np.int32, count=len(types))
-        return EmbeddedTokens(
-            vectors=np.ascontiguousarray(type_vectors[positions]).reshape(len(words), self.dim),
-            ids=type_ids[positions],
-            oov=type_oov[positions],
-        )
-
-    # -- persistence --------------------------------------------------------------------------------------
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "embedder_format": EMBEDDER_FORMAT,
-            "word_source": self.word_source,
-            "fingerprint": self.fingerprint,
-            "oov": self.oov_policy,
-            "dim": self.dim,
-            "vocab_size": len(self.vocab),
-            "vocab_sha256": vocab_sha256(self.vocab),
-            "oov_stats": self.oov_stats,
-        }
-
-    def save(self, directory: str | Path) -> Path:
-        """Write ``embedder.json`` and ``vocab.txt`` (one token per line; line number = id) to ``directory``."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        bad = [w for w in self.vocab if "\n" in w or "\r" in w]
-        if bad:
-            raise ValueError(f"vocab tokens contain a line break and cannot be saved one per line: {bad[:3]!r}")
-        with (directory / VOCAB_TXT).open("w", encoding="utf-8", errors="surrogatepass", newline="\n") as handle:
-            handle.write("\n".join(self.vocab) + "\n")
-        (directory / EMBEDDER_JSON).write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
-        return directory
-
-    @classmethod
-    def load(cls, directory: str | Path) -> "TokenEmbedder":
-        """Reload a saved embedder, re-loading its vectors from the spec; raises :class:`SourceMismatchError`
-        if the source's content no longer matches the saved fingerprint."""
-        directory = Path(directory)
-        meta_path, vocab_path = directory / EMBEDDER_JSON, directory / VOCAB_TXT
-        for path in (meta_path, vocab_path):
-            if not path.is_file():
-                raise FeatureCacheError(f"{path}: missing; not a saved TokenEmbedder directory")
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("embedder_format") != EMBEDDER_FORMAT:
-            raise FeatureCacheError(
-                f"{meta_path}: embedder_format {meta.get('embedder_format')!r}, this code reads {EMBEDDER_FORMAT}"
-            )
-        text = vocab_path.read_bytes().decode("utf-8", "surrogatepass")
-        vocab = text.split("\n")
-        if vocab and vocab[-1] == "":
-            vocab.pop()
-        if len(vocab) != meta["vocab_size"] or vocab_sha256(vocab) != meta["vocab_sha256"]:
-            raise FeatureCacheError(f"{vocab_path}: does not match the vocab size/hash recorded in {meta_path}")
-        spec = meta["word_source"]
-        current = source_fingerprint(spec)
-        if current != meta["fingerprint"]:
-            raise SourceMismatchError(
-                f"{meta_path}: built from word source {spec!r} with fingerprint {meta['fingerprint']}, but that "
-                f"source now has fingerprint {current}: its vector file changed. Rebuild the features and model "
-                f"(dvc repro) or restore the original vectors."
-            )
-        embedder = cls(spec, meta["oov"], vocab, fingerprint=current, oov_stats=meta.get("oov_stats") or None)
-        if embedder.dim != meta["dim"]:
-            raise FeatureCacheError(f"{meta_path}: dim {meta['dim']} recorded, source has {embedder.dim}")
-        return embedder
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The feature cache
 
 
 def _cache_key(inputs: dict[str, str], spec: dict[str, Any], fingerprint: str, oov: str,
@@ -434,48 +169,6 @@ def _write_split(split: str, words: list[str], labels: list[str], source: Path, 
     }
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _remove_path(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def _clean_leftovers(out_dir: Path) -> None:
-    """Remove temp/old directories that a killed build of ``out_dir`` left behind."""
-    for path in out_dir.parent.glob(f".{glob.escape(out_dir.name)}.*-*-*"):
-        match = re.fullmatch(rf"\.{re.escape(out_dir.name)}\.(?:tmp|old)-(\d+)-[0-9a-f]+", path.name)
-        if match and not _pid_alive(int(match.group(1))):
-            log.info("removing leftover of an interrupted build: %s", path)
-            _remove_path(path)
-
-
-def _sibling(out_dir: Path, kind: str) -> Path:
-    return out_dir.parent / f".{out_dir.name}.{kind}-{os.getpid()}-{secrets.token_hex(4)}"
-
-
-def _replace_dir(tmp: Path, out_dir: Path) -> None:
-    """Put ``tmp`` in place of ``out_dir`` with renames: ``out_dir`` is always either the old complete cache,
-    absent, or the new complete one."""
-    old = None
-    if out_dir.exists() or out_dir.is_symlink():
-        old = _sibling(out_dir, "old")
-        os.rename(out_dir, old)
-    os.rename(tmp, out_dir)
-    if old is not None:
-        _remove_path(old)
-
-
 def build_feature_cache(
     prepared_dir: str | Path,
     out_dir: str | Path,
@@ -501,8 +194,8 @@ def build_feature_cache(
     """
     started = time.perf_counter()
     prepared_dir, out_dir = Path(prepared_dir), Path(out_dir)
-    spec = _normalise_spec(word_source)
-    _check_policy(oov)
+    spec = normalise_spec(word_source)
+    check_policy(oov)
     splits = list(splits)
     if not splits or len(set(splits)) != len(splits):
         raise ValueError(f"splits must be a non-empty list of distinct names, got {splits}")
@@ -527,11 +220,7 @@ def build_feature_cache(
         return CachePaths(split_dirs, root=out_dir, rebuilt=False)
 
     log.info("building feature cache %s (source %s, oov %s)", out_dir, spec["type"], oov)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    _clean_leftovers(out_dir)
-    tmp = _sibling(out_dir, "tmp")
-    tmp.mkdir()
-    try:
+    with replacing_dir(out_dir) as tmp:
         data = {split: read_iwslt(path) for split, path in input_paths.items()}
         vocab = build_vocab(data[VOCAB_SPLIT].words, vocab_min_count)
         load_start = time.perf_counter()
@@ -568,64 +257,7 @@ def build_feature_cache(
         }
         # Written last: a directory with a manifest is a complete cache.
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        _replace_dir(tmp, out_dir)
-    except BaseException:
-        _remove_path(tmp)
-        raise
     log.info(
         "built feature cache %s in %.1f s (vector load %.1f s)", out_dir, time.perf_counter() - started, load_seconds
     )
     return CachePaths(split_dirs, root=out_dir, rebuilt=True)
-
-
-def read_manifest(cache_dir: str | Path) -> dict[str, Any]:
-    """The manifest of a built cache; :class:`FeatureCacheError` naming the path if absent or unreadable."""
-    path = Path(cache_dir) / MANIFEST
-    if not path.is_file():
-        raise FeatureCacheError(f"{path}: no feature cache manifest (build the cache with `python -m pipeline.embed`)")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise FeatureCacheError(f"{path}: not valid JSON: {error}") from error
-    if manifest.get("cache_format") != CACHE_FORMAT:
-        raise FeatureCacheError(
-            f"{path}: cache_format {manifest.get('cache_format')!r}, this code reads {CACHE_FORMAT}; rebuild the cache"
-        )
-    return manifest
-
-
-def load_split_words(cache_dir: str | Path, split: str) -> list[str]:
-    """The token strings of one cached split, aligned with its arrays."""
-    path = Path(cache_dir) / split / WORDS_FILE
-    if not path.is_file():
-        raise FeatureCacheError(f"{path}: missing from the feature cache")
-    words = path.read_text(encoding="utf-8", errors="surrogatepass").split("\n")[:-1]
-    expected = read_manifest(cache_dir)["splits"][split]["tokens"]
-    if len(words) != expected:
-        raise FeatureCacheError(f"{path}: {len(words)} words, manifest expects {expected}")
-    return words
-
-
-def load_split(cache_dir: str | Path, split: str) -> SplitFeatures:
-    """Memory-map one split of a built cache, checking it against the manifest."""
-    cache_dir = Path(cache_dir)
-    manifest = read_manifest(cache_dir)
-    if split not in manifest["splits"]:
-        raise FeatureCacheError(f"{cache_dir / MANIFEST}: no split {split!r}; has {list(manifest['splits'])}")
-    arrays = {}
-    for name in ARRAYS:
-        path = cache_dir / split / f"{name}.npy"
-        if not path.is_file():
-            raise FeatureCacheError(f"{path}: missing from the feature cache")
-        arrays[name] = np.load(path, mmap_mode="r")
-    n = manifest["splits"][split]["tokens"]
-    expected = {"vectors": (np.float32, (n, manifest["dim"])), "ids": (np.int32, (n,)),
-                "labels": (np.int8, (n,)), "oov": (np.bool_, (n,))}
-    for name, (dtype, shape) in expected.items():
-        array = arrays[name]
-        if array.dtype != dtype or array.shape != shape:
-            raise FeatureCacheError(
-                f"{cache_dir / split / (name + '.npy')}: {array.dtype} {array.shape}, manifest expects "
-                f"{np.dtype(dtype)} {shape}"
-            )
-    return SplitFeatures(**arrays)

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from embeddings.cache import (ARRAYS, EMBEDDER_DIR, MANIFEST, SPEECH_ARRAY, WORDS_FILE, FeatureCacheError,
-                              read_manifest)
+from corpus.io import atomic_path
+from embeddings.directories import replacing_dir
+from embeddings.store import ARRAYS, EMBEDDER_DIR, MANIFEST, SPEECH_ARRAY, WORDS_FILE, FeatureCacheError, read_manifest
 
 PACK_FORMAT = 1
 
@@ -52,8 +52,7 @@ def pack_feature_cache(cache_dir: str | Path, out_file: str | Path) -> Path:
     for name, content in files.items():
         members[f"file:{name}"] = np.frombuffer(content, dtype=np.uint8)
     members["pack_format"] = np.array(PACK_FORMAT)
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(out_file, "wb") as handle:
+    with atomic_path(out_file) as temporary, temporary.open("wb") as handle:
         np.savez_compressed(handle, **members)
     return out_file
 
@@ -64,30 +63,26 @@ def unpack_feature_cache(pack_file: str | Path, cache_dir: str | Path) -> Path:
     with np.load(pack_file) as pack:
         if "pack_format" not in pack or int(pack["pack_format"]) != PACK_FORMAT:
             raise ValueError(f"{pack_file}: not a feature-cache pack of format {PACK_FORMAT}")
-        tmp = cache_dir.with_name(cache_dir.name + ".unpacking")
-        shutil.rmtree(tmp, ignore_errors=True)
-        for key in pack.files:
-            if key.startswith("file:"):
-                target = tmp / key[len("file:"):]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(pack[key].tobytes())
-        manifest = json.loads((tmp / MANIFEST).read_text(encoding="utf-8"))
-        for split in manifest["splits"]:
-            (tmp / split).mkdir(parents=True, exist_ok=True)
+        with replacing_dir(cache_dir) as tmp:
             for key in pack.files:
-                if not key.startswith(f"{split}/"):
-                    continue
-                name = key[len(split) + 1:]
-                if name == "vectors.rows":
-                    continue
-                if name == "vectors.table":
-                    array, name = pack[key][pack[f"{split}/vectors.rows"]], "vectors"
-                else:
-                    array = pack[key]
-                np.save(tmp / split / f"{name}.npy", np.ascontiguousarray(array))
-    if cache_dir.exists():
-        shutil.rmtree(cache_dir)
-    tmp.rename(cache_dir)
+                if key.startswith("file:"):
+                    target = tmp / key[len("file:"):]
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(pack[key].tobytes())
+            manifest = json.loads((tmp / MANIFEST).read_text(encoding="utf-8"))
+            for split in manifest["splits"]:
+                (tmp / split).mkdir(parents=True, exist_ok=True)
+                for key in pack.files:
+                    if not key.startswith(f"{split}/"):
+                        continue
+                    name = key[len(split) + 1:]
+                    if name == "vectors.rows":
+                        continue
+                    if name == "vectors.table":
+                        array, name = pack[key][pack[f"{split}/vectors.rows"]], "vectors"
+                    else:
+                        array = pack[key]
+                    np.save(tmp / split / f"{name}.npy", np.ascontiguousarray(array))
     read_manifest(cache_dir)
     return cache_dir
 

@@ -40,6 +40,11 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from corpus.frames import FRAMES_FILE, OFFSETS_FILE
+from corpus.io import atomic_path
+from corpus.iwslt import read_iwslt
+from corpus.talks_table import read_talks_table
+
 log = logging.getLogger(__name__)
 
 VECTORS_FILE = "vectors.txt"
@@ -105,8 +110,6 @@ class SegmentSet:
 
 
 def _read_words(path: Path) -> list[str]:
-    from punctuation.iwslt import read_iwslt
-
     return list(read_iwslt(path).words)
 
 
@@ -114,11 +117,11 @@ def load_segments(acoustic_dir: str | Path, prepared_dir: str | Path, split: str
                   talks_table: str | Path | None = None) -> SegmentSet:
     """The segments of ``split`` from the ``features`` stage's output (``acoustic_dir/<split>/``)."""
     split_dir = Path(acoustic_dir) / split
-    for name in ("mfcc.npy", "mfcc_offsets.npy", "has_audio.npy"):
+    for name in (FRAMES_FILE, OFFSETS_FILE, "has_audio.npy"):
         if not (split_dir / name).is_file():
             raise FileNotFoundError(f"{split_dir / name}: missing; run the features stage for split {split!r}")
     words = _read_words(Path(prepared_dir) / f"{split}.tsv")
-    offsets = np.load(split_dir / "mfcc_offsets.npy")
+    offsets = np.load(split_dir / OFFSETS_FILE)
     has_audio = np.load(split_dir / "has_audio.npy")
     if len(offsets) != len(words) + 1 or len(has_audio) != len(words):
         raise Speech2VecError(
@@ -127,14 +130,12 @@ def load_segments(acoustic_dir: str | Path, prepared_dir: str | Path, split: str
         )
     talk_of_token = np.full(len(words), -1, np.int32)
     if talks_table is not None and Path(talks_table).is_file():
-        from audio.stage import read_talks_table
-
         number = 0
         for row in read_talks_table(talks_table):
             if row.get("split") == split:
                 talk_of_token[row["first_token"]: row["first_token"] + row["tokens"]] = number
                 number += 1
-    return SegmentSet(split, words, has_audio.astype(bool), np.load(split_dir / "mfcc.npy", mmap_mode="r"),
+    return SegmentSet(split, words, has_audio.astype(bool), np.load(split_dir / FRAMES_FILE, mmap_mode="r"),
                       offsets, talk_of_token)
 
 
@@ -282,9 +283,8 @@ def _write_word2vec_text(path: Path, words: Sequence[str], vectors: np.ndarray) 
 
     kv = KeyedVectors(vector_size=vectors.shape[1])
     kv.add_vectors(list(words), vectors.astype(np.float32))
-    temporary = path.with_name(path.name + ".part")
-    kv.save_word2vec_format(str(temporary), binary=False)
-    temporary.replace(path)
+    with atomic_path(path) as temporary:
+        kv.save_word2vec_format(str(temporary), binary=False)
 
 
 @torch.no_grad()

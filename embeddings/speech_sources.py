@@ -91,7 +91,7 @@ def check_combine(combine: str) -> str:
 def _vector_file_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """The word-source style spec of a type-level speech vector file."""
     if spec["type"] in (SPEECH2VEC, SPEECH2VEC_OCCURRENCE):
-        from embeddings.speech2vec import VECTORS_FILE
+        from embeddings.speech2vec import VECTORS_FILE  # speech2vec imports torch: only for Speech2Vec sources
 
         return {"type": WORD2VEC_TEXT, "path": str(Path(spec["path"]) / VECTORS_FILE)}
     return {k: spec[k] for k in ("type", "path", "no_header") if k in spec}
@@ -199,7 +199,7 @@ class SpeechVectors:
             standard = np.where(missing, 0.0, (values - mean) / std).astype(np.float32)
             return np.concatenate([standard, missing.astype(np.float32)], axis=1), ~np.all(missing, axis=1)
         if self.kind == SPEECH2VEC_OCCURRENCE:
-            from embeddings.speech2vec import load_occurrences
+            from embeddings.speech2vec import load_occurrences  # torch: see _vector_file_spec
 
             dense, mask = load_occurrences(self.spec["path"], split, n)
             if self.spec.get("fallback") == "type":

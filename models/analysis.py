@@ -1,31 +1,25 @@
-"""Model analysis: word cancellation (Llombart et al., Interspeech 2019) and DRNN-LWMA attention maps.
+"""Model analysis: word cancellation (Llombart et al., Interspeech 2019) and attention maps, as numbers.
 
 * :func:`word_cancellation_scores`: cancel one input word at a time (its vector set to zero and its id
   set to the padding id 0, so it works for vector- and id-based models alike; the word stays a real
   position of the mask) and measure how the softmax probability of a label at a target position
   changes. All cancellations of a row run as one batch.
-* :func:`plot_word_cancellation`: those changes as a bar chart over the words.
-* :func:`plot_attention_maps`: one heat map per layer from ``DRNNLWMA.attention_maps``.
+* :func:`attention_matrix`: one sentence's attention weights (e.g. from ``DRNNLWMA.attention_maps``) as one
+  (T, T) matrix, heads averaged.
 
-Figures use matplotlib's Agg backend (no display needed).
+The figures drawn from them live with the other report figures, in :mod:`punctuation.plots`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
-import matplotlib
+import numpy as np
+import torch
 
-matplotlib.use("Agg")  # must precede the pyplot import
+from corpus.labels import LABEL_TO_ID
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from punctuation.labels import LABEL_TO_ID  # noqa: E402
-
-__all__ = ["plot_attention_maps", "plot_word_cancellation", "word_cancellation_scores"]
+__all__ = ["attention_matrix", "word_cancellation_scores"]
 
 PAD_ID = 0
 
@@ -82,41 +76,9 @@ def word_cancellation_scores(model: torch.nn.Module, batch_row: Mapping[str, obj
     return (probabilities[1:] - probabilities[0]).cpu().numpy()
 
 
-def _save(fig: plt.Figure, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
-
-
-def plot_word_cancellation(words: Sequence[str], deltas: Sequence[float], target_position: int,
-                           path: str | Path, label: str = "PERIOD") -> Path:
-    """Bar chart of the probability changes (one bar per word, words on the x axis).
-
-    Red bars lower the probability of ``label`` when the word is cancelled (the word supports it), blue
-    ones raise it; the target word is marked in bold with a dashed line after it.
-    """
-    deltas = np.asarray(deltas, dtype=np.float64)
-    if len(words) != len(deltas):
-        raise ValueError(f"{len(words)} words but {len(deltas)} scores")
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(words) + 1.5), 3.6))
-    positions = np.arange(len(words))
-    ax.bar(positions, deltas, color=np.where(deltas < 0, "tab:red", "tab:blue"))
-    ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.axvline(target_position + 0.5, color="gray", linestyle="--", linewidth=1.0)
-    ax.set_xticks(positions)
-    ax.set_xticklabels(words, rotation=60, ha="right")
-    ax.get_xticklabels()[target_position].set_fontweight("bold")
-    ax.set_xlim(-0.6, len(words) - 0.4)
-    ax.set_ylabel(f"Δ P({label})")
-    ax.set_title(f"Word cancellation: change of P({label}) after “{words[target_position]}”")
-    ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
-
-
-def _to_2d(attention: object, length: int) -> np.ndarray:
-    """(T, T), (H, T, T) or (1, H, T, T) -> heads averaged, cropped to the first ``length`` tokens."""
+def attention_matrix(attention: object, length: int) -> np.ndarray:
+    """One sentence's attention weights as a (T, T) float64 array: (T, T), (H, T, T) or (1, H, T, T) -> heads
+    averaged, cropped to the first ``length`` tokens."""
     if isinstance(attention, torch.Tensor):
         attention = attention.detach().cpu().float().numpy()
     array = np.asarray(attention, dtype=np.float64)
@@ -129,30 +91,3 @@ def _to_2d(attention: object, length: int) -> np.ndarray:
     if array.ndim != 2:
         raise ValueError(f"an attention map must be (T, T) or (H, T, T), got shape {array.shape}")
     return array[:length, :length]
-
-
-def plot_attention_maps(words: Sequence[str], maps: Mapping[str, object], path: str | Path) -> Path:
-    """One heat map per layer (rows = query word, columns = attended word), heads AVERAGED.
-
-    ``maps``: layer name -> (H, T, T) or (T, T) weights of one sentence, e.g.
-    ``{k: v[i] for k, v in model.attention_maps(batch).items()}``; maps are cropped to ``len(words)``.
-    All panels share one colour scale starting at 0.
-    """
-    if not maps:
-        raise ValueError("no attention maps to plot")
-    arrays = {name: _to_2d(weights, len(words)) for name, weights in maps.items()}
-    vmax = max(float(a.max()) for a in arrays.values()) or 1.0
-    side = max(3.0, 0.28 * len(words) + 1.2)
-    fig, axes = plt.subplots(1, len(arrays), figsize=(side * len(arrays) + 1.0, side + 0.6), squeeze=False)
-    image = None
-    for ax, (name, array) in zip(axes[0], arrays.items()):
-        image = ax.imshow(array, cmap="viridis", vmin=0.0, vmax=vmax, aspect="equal")
-        ax.set_title(name)
-        ax.set_xticks(range(len(words)))
-        ax.set_xticklabels(words, rotation=90, fontsize=8)
-        ax.set_yticks(range(len(words)))
-        ax.set_yticklabels(words, fontsize=8)
-        ax.set_xlabel("attended word")
-    axes[0][0].set_ylabel("query word")
-    fig.colorbar(image, ax=list(axes[0]), shrink=0.8, label="attention weight (heads averaged)")
-    return _save(fig, path)

@@ -1,4 +1,4 @@
-"""Model registry: a model is selected by ``name`` in ``params.yaml`` (``profiles.<p>.model``).
+"""Model registry: a model is selected by ``name`` in ``params.yaml`` (``experiment_defs.<name>.model``).
 
 Adding a model = one file defining a :class:`PunctuationModel` subclass decorated with
 ``@register_model("name")``; ``models/__init__.py`` imports every module of the package, so the decorator

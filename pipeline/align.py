@@ -4,7 +4,7 @@
                              [--out data/alignments] [--metrics metrics/alignment.json]
 
 Reads the ``align`` section of the params file (``backend``, ``config``: fields of :class:`aligner.AlignConfig`)
-and runs :func:`audio.stage.align_talks`: ``<out>/<split>/<talk>.parquet`` (+ ``.TextGrid``) per talk, ASR
+and runs :func:`audio.align_stage.align_talks`: ``<out>/<split>/<talk>.parquet`` (+ ``.TextGrid``) per talk, ASR
 tokens aligned on the reference talk's audio with inherited times where their own alignment fails, and
 ``<out>/alignment_report.json`` (hours aligned, share of tokens aligned, boundary error against the engine's
 own timings). Resumable: a talk whose audio, tokens and settings are unchanged is kept.
@@ -12,15 +12,11 @@ own timings). Resumable: a talk whose audio, tokens and settings are unchanged i
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Sequence
-from pathlib import Path
 
-from audio.stage import align_talks
-from punctuation.params import load_params, require
-
-METRICS_PATH = Path("metrics/alignment.json")
+from audio.align_stage import align_talks
+from pipeline.stage import option, stage_parser, start, write_json
+from punctuation.params import require
 
 
 def _ms(summary: dict) -> str:
@@ -31,16 +27,11 @@ def _ms(summary: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.align", description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    parser.add_argument("--audio", default="data/audio", help="output of the synthesize stage (default: data/audio)")
-    parser.add_argument("--prepared", default="data/prepared", help="prepared splits (default: data/prepared)")
-    parser.add_argument("--out", default="data/alignments", help="output folder (default: data/alignments)")
-    parser.add_argument("--metrics", default=str(METRICS_PATH), help=f"report as JSON (default: {METRICS_PATH})")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    args = parser.parse_args(argv)
+    parser = stage_parser("pipeline.align", __doc__, out="data/alignments", metrics="metrics/alignment.json",
+                          prepared=True, quiet=True)
+    option(parser, "--audio", "data/audio", "output of the synthesize stage")
+    args, params = start(parser, argv)
 
-    params = load_params(args.params)
     section = require(params, "align", "params")
     report = align_talks(
         args.audio,
@@ -50,9 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         backend_config=dict(require(section, "config", "align") or {}),
         progress=not args.quiet,
     )
-    metrics_path = Path(args.metrics)
-    metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    metrics_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    metrics_path = write_json(args.metrics, report, ensure_ascii=False)
 
     print(f"align: {report['backend']}, {report['seconds']:.1f} s -> {args.out}; "
           f"{report['hours_aligned_total']:.2f} h aligned")

@@ -13,15 +13,12 @@ Writes the per-split coverage figures to the metrics file and prints them.
 
 from __future__ import annotations
 
-import argparse
-import json
-import logging
 import time
-from pathlib import Path
 from typing import Sequence
 
 from embeddings.cache import SPLITS, build_feature_cache, read_manifest
-from punctuation.params import load_params, require
+from pipeline.stage import stage_parser, start, write_json
+from punctuation.params import require
 
 COVERAGE_FIELDS = ("tokens", "oov_tokens", "oov_types", "types", "coverage_tokens", "coverage_types", "unk_tokens",
                    "speech_tokens", "coverage_speech_tokens", "speech_types")
@@ -29,17 +26,12 @@ FEATURE_SET_KEYS = {"word_source", "speech_source", "combine"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--prepared", default="data/prepared")
-    parser.add_argument("--out", default="data/features")
-    parser.add_argument("--metrics", default="metrics/embedding_coverage.json")
+    parser = stage_parser("pipeline.embed", __doc__, out="data/features", metrics="metrics/embedding_coverage.json",
+                          prepared=True)
     parser.add_argument("--force", action="store_true", help="rebuild even if the cache is up to date")
     parser.add_argument("--feature-set", help="build embed.feature_sets.NAME instead of the main word features")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args, params = start(parser, argv, log=True)
 
-    params = load_params(args.params)
     embed = require(params, "embed", "params")
     word_source, speech_source, combine = require(embed, "word_source", "embed"), None, "sum"
     if args.feature_set:
@@ -69,10 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     manifest = read_manifest(paths.root)
     coverage = {split: {k: stats[k] for k in COVERAGE_FIELDS if k in stats}
                 for split, stats in manifest["splits"].items()}
-    metrics_path = Path(args.metrics)
-    metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    metrics_path.write_text(json.dumps(coverage, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(coverage, indent=2))
+    write_json(args.metrics, coverage, echo=True)
     print(
         f"{'rebuilt' if paths.rebuilt else 'reused'} {paths.root} in {seconds:.1f} s "
         f"(source {manifest['word_source']['type']}, oov {manifest['oov']}, dim {manifest['dim']}, "

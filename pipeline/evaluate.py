@@ -12,9 +12,9 @@ Stage mode (the DVC ``evaluate`` stage)::
 
     python -m pipeline.evaluate --stage --experiment NAME [--params params.yaml] ...
 
-runs the experiment's trained model (``artifacts/NAME/model``) on the test sets, writes the
-predictions and confusion matrices to ``artifacts/NAME/predictions`` and the scores to
-``metrics/eval/NAME.json`` (the ``report`` stage puts all experiments side by side).
+runs the experiment's trained model (``artifacts/NAME/model``) on the test sets (the ``evaluate`` section
+of the params file), writes the predictions and confusion matrices to ``artifacts/NAME/predictions`` and
+the scores to ``metrics/eval/NAME.json`` (the ``report`` stage puts all experiments side by side).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from punctuation.iwslt import IwsltFormatError
+from corpus.iwslt import IwsltFormatError
+from pipeline.stage import option, write_json
+from punctuation.params import load_params
 from punctuation.scoring import TokenMismatchError, score_files
 
 EXIT_OK = 0
@@ -41,12 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("prediction", type=Path, nargs="?", help="predicted word<TAB>LABEL file")
     stage = parser.add_argument_group("stage mode")
     stage.add_argument("--stage", action="store_true", help="evaluate the trained model on the test sets")
-    stage.add_argument("--experiment", help="name under profiles.<profile>.experiments")
-    stage.add_argument("--params", default="params.yaml")
-    stage.add_argument("--features", default="data/features")
-    stage.add_argument("--prepared", default="data/prepared")
-    stage.add_argument("--artifacts", default="artifacts")
-    stage.add_argument("--metrics", default="metrics/eval")
+    stage.add_argument("--experiment", help="name under experiment_defs")
+    option(stage, "--params", "params.yaml", "params file")
+    option(stage, "--features", "data/features", "cached features")
+    option(stage, "--prepared", "data/prepared", "prepared splits")
+    option(stage, "--artifacts", "artifacts", "parent of NAME/model and NAME/predictions")
+    option(stage, "--metrics", "metrics/eval", "folder of NAME.json")
     return parser
 
 
@@ -70,7 +72,6 @@ def score_command(reference: str | Path, prediction: str | Path) -> int:
 def stage_command(args: argparse.Namespace) -> int:
     """Evaluate one experiment's trained model on the test splits named in params (``evaluate.test_splits``)."""
     from punctuation.evaluation import evaluate_model
-    from punctuation.params import load_params
 
     params = load_params(args.params)
     settings = params["evaluate"]
@@ -80,10 +81,7 @@ def stage_command(args: argparse.Namespace) -> int:
         splits=list(settings["test_splits"]), window=int(settings["window"]), stride=int(settings["stride"]),
         batch_size=int(settings["batch_size"]), device=str(settings["device"]),
     )
-    metrics = Path(args.metrics) / f"{args.experiment}.json"
-    metrics.parent.mkdir(parents=True, exist_ok=True)
-    metrics.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(results, indent=2))
+    write_json(Path(args.metrics) / f"{args.experiment}.json", results, echo=True)
     return EXIT_OK
 
 

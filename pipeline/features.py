@@ -5,7 +5,7 @@
                                 [--metrics metrics/acoustic.json] [--report reports/audio_report.md]
 
 Reads the ``features`` section of the params file (``splits``; ``config``: fields of
-:class:`audio.features.FeatureConfig`) and runs :func:`audio.stage.token_features`: per split
+:class:`audio.features.FeatureConfig`) and runs :func:`audio.features_stage.token_features`: per split
 ``features.npy``/``missing.npy``/``has_audio.npy``/``feature_names.json`` and the MFCC store
 (``mfcc.npy``, ``mfcc_offsets.npy``) under ``<out>/<split>/``. Writes the coverage figures to the metrics
 file, and the audio half's report -- audio made, alignment, ASR timing coverage, features, excluded and
@@ -14,37 +14,27 @@ failed talks -- from the three stages' reports to ``reports/audio_report.md``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from audio.features import FeatureConfig
-from audio.stage import audio_report_markdown, token_features
-from punctuation.params import ParamsError, load_params, require
+from audio.features_stage import audio_report_markdown, token_features
+from corpus.io import atomic_write_text
+from pipeline.stage import option, read_json, stage_parser, start, write_json
+from punctuation.params import ParamsError, require
 
-METRICS_PATH = Path("metrics/acoustic.json")
 REPORT_PATH = Path("reports/audio_report.md")
 
 
-def _read(path: Path) -> dict | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.features", description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    parser.add_argument("--alignments", default="data/alignments", help="align stage output (default: data/alignments)")
-    parser.add_argument("--audio", default="data/audio", help="synthesize stage output (default: data/audio)")
-    parser.add_argument("--prepared", default="data/prepared", help="prepared splits (default: data/prepared)")
-    parser.add_argument("--out", default="data/acoustic", help="output folder (default: data/acoustic)")
-    parser.add_argument("--metrics", default=str(METRICS_PATH), help=f"report as JSON (default: {METRICS_PATH})")
-    parser.add_argument("--report", default=str(REPORT_PATH), help=f"Markdown report (default: {REPORT_PATH})")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    args = parser.parse_args(argv)
+    parser = stage_parser("pipeline.features", __doc__, out="data/acoustic", metrics="metrics/acoustic.json",
+                          prepared=True, quiet=True)
+    option(parser, "--alignments", "data/alignments", "output of the align stage")
+    option(parser, "--audio", "data/audio", "output of the synthesize stage")
+    option(parser, "--report", REPORT_PATH, "Markdown report")
+    args, params = start(parser, argv)
 
-    params = load_params(args.params)
     section = require(params, "features", "params")
     overrides = dict(require(section, "config", "features") or {})
     known = {field.name for field in dataclasses.fields(FeatureConfig)}
@@ -60,13 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         config=FeatureConfig(**overrides),
         progress=not args.quiet,
     )
-    metrics_path, report_path = Path(args.metrics), Path(args.report)
-    metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    metrics_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    markdown = audio_report_markdown(_read(Path(args.audio) / "audio_report.json"),
-                                     _read(Path(args.alignments) / "alignment_report.json"), report)
-    report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(markdown, encoding="utf-8")
+    metrics_path = write_json(args.metrics, report, ensure_ascii=False)
+    markdown = audio_report_markdown(read_json(Path(args.audio) / "audio_report.json", missing_ok=True),
+                                     read_json(Path(args.alignments) / "alignment_report.json", missing_ok=True),
+                                     report)
+    report_path = atomic_write_text(args.report, markdown)
 
     print(f"features: {report['seconds']:.1f} s -> {args.out}")
     for split, info in report["splits"].items():

@@ -1,20 +1,20 @@
-"""Pipeline stage ``prepare``: evaluation splits and an overlap-free training set from the shared data.
-
-Reads ``params.yaml`` (section ``data`` and the active profile's ``data.train_tokens``), runs
-:func:`punctuation.prepare.prepare_data`, and writes ``metrics/data.json`` and ``reports/data_report.md``.
+"""DVC stage ``prepare``: evaluation splits and an overlap-free training set from the shared data.
 
     python -m pipeline.prepare [--params params.yaml] [--out data/prepared]
+
+Reads the ``data`` section of the params file (with the active profile's overrides, e.g. ``train_tokens``),
+runs :func:`punctuation.prepare.prepare_data`, and writes ``metrics/data.json`` and ``reports/data_report.md``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from punctuation.params import load_params, require
+from corpus.io import atomic_write_text
+from pipeline.stage import option, stage_parser, start, write_json
+from punctuation.params import require
 from punctuation.prepare import prepare_data, report_markdown
 
 METRICS_PATH = Path("metrics/data.json")
@@ -22,35 +22,26 @@ REPORT_PATH = Path("reports/data_report.md")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.prepare", description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    parser.add_argument("--out", default="data/prepared", help="output folder (default: data/prepared)")
-    parser.add_argument("--metrics", default=str(METRICS_PATH), help=f"report as JSON (default: {METRICS_PATH})")
-    parser.add_argument("--report", default=str(REPORT_PATH), help=f"report as Markdown (default: {REPORT_PATH})")
-    args = parser.parse_args(argv)
+    parser = stage_parser("pipeline.prepare", __doc__, out="data/prepared", metrics=METRICS_PATH)
+    option(parser, "--report", REPORT_PATH, "report as Markdown")
+    args, params = start(parser, argv)
 
-    params = load_params(args.params)
     data = require(params, "data", "params")
-    active_data = require(params["active"], "data", f"profiles.{params['profile']}")
     started = time.perf_counter()
     prepared = prepare_data(
         require(data, "iwslt_dir", "data"),
         require(data, "ted_talks", "data"),
         args.out,
         eval_splits=require(data, "eval_splits", "data"),
-        train_tokens=int(require(active_data, "train_tokens", f"profiles.{params['profile']}.data")),
+        train_tokens=int(require(data, "train_tokens", "data")),
         overlap_ngram=int(require(data, "overlap_ngram", "data")),
         overlap_min_shared_fraction=float(require(data, "overlap_min_shared_fraction", "data")),
         seed=int(require(data, "seed", "data")),
     )
     seconds = time.perf_counter() - started
     report = prepared.report
-
-    metrics_path, report_path = Path(args.metrics), Path(args.report)
-    metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    metrics_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(report_markdown(report), encoding="utf-8")
+    metrics_path = write_json(args.metrics, report, ensure_ascii=False)
+    report_path = atomic_write_text(args.report, report_markdown(report))
 
     talks = report["talks"]
     tokens = ", ".join(f"{split} {count:,}" for split, count in report["tokens"].items())
@@ -68,4 +59,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -12,12 +12,12 @@ Each experiment's metrics and model are taken from the first of the given folder
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 from pathlib import Path
 
-from punctuation.params import load_params
+from corpus.io import atomic_write_text
+from pipeline.stage import option, stage_parser, start
 from punctuation.reporting import (
     analysis_figures,
     collect_experiments,
@@ -28,8 +28,7 @@ from punctuation.reporting import (
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
+    parser = stage_parser("pipeline.report", __doc__, out="reports/results.md")
     parser.add_argument("--experiments", nargs="+", help="names to report (default: params' experiments)")
     parser.add_argument("--eval-metrics", action="append", help="folder of EXPERIMENT.json scores (repeatable)")
     parser.add_argument("--train-metrics", action="append", help="folder of EXPERIMENT.json training summaries")
@@ -38,11 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-analysis", action="store_true",
                         help="skip the analysis plots (which need each model): a report from the metrics and "
                              "whatever plots the artifacts hold")
-    parser.add_argument("--features", default="data/features")
-    parser.add_argument("--figures", default="reports/figures")
-    parser.add_argument("--out", default="reports/results.md")
-    args = parser.parse_args(argv)
-    params = load_params(args.params)
+    option(parser, "--features", "data/features", "cached features (for the analysis plots)")
+    option(parser, "--figures", "reports/figures", "folder of the report's figures")
+    args, params = start(parser, argv)
     eval_dirs = [Path(p) for p in args.eval_metrics or ["metrics/eval"]]
     train_dirs = [Path(p) for p in args.train_metrics or ["metrics/train"]]
     artifact_dirs = [Path(p) for p in args.artifacts or ["artifacts"]]
@@ -64,8 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     text = results_markdown(params["profile"], experiments, load_published(), title=args.title,
                             figures_link=os.path.relpath(figures, out.parent))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    atomic_write_text(out, text)
     print(text)
     return 0
 

@@ -1,36 +1,32 @@
-"""DVC stage ``report_variants``: every architecture's runs on word, speech and combined inputs (reports/variants.md)."""
+"""DVC stage ``report_variants``: every architecture's runs on word, speech and combined inputs.
+
+    python -m pipeline.report_variants [--params params.yaml] [--metrics metrics] [--out reports/variants.md]
+"""
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
-from punctuation.params import load_params
+from corpus.io import atomic_write_text
+from pipeline.stage import option, read_json, stage_parser, start
 from punctuation.reporting import collect_variants, load_published, variants_markdown
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--metrics", default="metrics", help="parent of eval/, train/, eval_variants/, ...")
-    parser.add_argument("--out", default="reports/variants.md")
-    args = parser.parse_args(argv)
-    params = load_params(args.params)
+    parser = stage_parser("pipeline.report_variants", __doc__, out="reports/variants.md")
+    option(parser, "--metrics", "metrics", "parent of eval/, train/, eval_variants/, ...")
+    args, params = start(parser, argv)
     metrics = Path(args.metrics)
     by_experiment = collect_variants(params.get("variants") or {}, params["active"]["experiments"],
                                      metrics / "eval", metrics / "train", metrics / "eval_variants",
                                      metrics / "train_variants")
-    coverage = {"word": json.loads((metrics / "embedding_coverage.json").read_text(encoding="utf-8"))}
+    coverage = {"word": read_json(metrics / "embedding_coverage.json")}
     for path in sorted((metrics / "feature_sets").glob("*.json")):
-        coverage[path.stem] = json.loads(path.read_text(encoding="utf-8"))
-    speech2vec_path = metrics / "speech2vec.json"
-    speech2vec = json.loads(speech2vec_path.read_text(encoding="utf-8")) if speech2vec_path.exists() else None
+        coverage[path.stem] = read_json(path)
+    speech2vec = read_json(metrics / "speech2vec.json", missing_ok=True)
     text = variants_markdown(params["profile"], by_experiment, load_published(), coverage, speech2vec,
                              params["audio"]["text"])
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    atomic_write_text(args.out, text)
     print(text)
     return 0
 

@@ -12,15 +12,14 @@ sources, and a short report.
 
 from __future__ import annotations
 
-import argparse
-import json
-import logging
 from pathlib import Path
 
+from corpus.io import atomic_write_text
 from embeddings.evaluation import HOMOPHONES, compare_word_similarity, homophone_check, read_word_pairs, wordsim353_path
 from embeddings.sources import load_word_vectors
 from embeddings.speech2vec import SUMMARY_FILE, VECTORS_FILE, Speech2VecConfig, train_speech2vec
-from punctuation.params import load_params, require
+from pipeline.stage import option, read_json, stage_parser, start, write_json
+from punctuation.params import require
 
 
 def _report(summary: dict, similarity: dict, homophones: dict) -> str:
@@ -55,26 +54,21 @@ def _report(summary: dict, similarity: dict, homophones: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--acoustic", default="data/acoustic")
-    parser.add_argument("--prepared", default="data/prepared")
-    parser.add_argument("--talks", default="data/audio/talks.tsv", help="talk boundaries (neighbours stay in a talk)")
-    parser.add_argument("--out", default="data/speech2vec")
-    parser.add_argument("--metrics", default="metrics/speech2vec.json")
-    parser.add_argument("--report", default="reports/speech2vec_report.md")
+    parser = stage_parser("pipeline.speech2vec", __doc__, out="data/speech2vec", metrics="metrics/speech2vec.json",
+                          prepared=True)
+    option(parser, "--acoustic", "data/acoustic", "output of the features stage")
+    option(parser, "--talks", "data/audio/talks.tsv", "talk boundaries (neighbours stay in a talk)")
+    option(parser, "--report", "reports/speech2vec_report.md", "Markdown report")
     parser.add_argument("--score-only", action="store_true",
                         help="do not train: score the vectors already in --out (their training summary included), "
                         "e.g. against another word source")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args, params = start(parser, argv, log=True)
 
-    params = load_params(args.params)
     if args.score_only:
         summary_path = Path(args.out) / SUMMARY_FILE
         if not summary_path.exists():
             raise SystemExit(f"--score-only: {summary_path} not found (train the vectors first)")
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        summary = read_json(summary_path)
     else:
         config = Speech2VecConfig.from_dict(require(params, "speech2vec", "params"))
         summary = train_speech2vec(args.acoustic, args.prepared, args.out, config=config, talks_table=args.talks)
@@ -98,11 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                                           "seconds", "epoch_losses", "occurrences")},
                "word_similarity": similarity,
                "homophones": {name: {k: v for k, v in row.items() if k != "rows"} for name, row in homophones.items()}}
-    Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.metrics).write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    write_json(args.metrics, metrics)
     text = _report(summary, similarity, homophones)
-    Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.report).write_text(text, encoding="utf-8")
+    atomic_write_text(args.report, text)
     print(text)
     return 0
 

@@ -4,34 +4,26 @@
                                   [--metrics metrics/audio.json]
 
 Reads ``data.iwslt_dir`` (the XML sources that cut test2011/test2011asr into talks) and the ``audio`` section
-of the params file, and runs :func:`audio.stage.make_talk_audio`: per talk ``<out>/<split>/<talk>.wav`` (+ the
-engine's word timings), the talks table ``<out>/talks.tsv`` and ``<out>/audio_report.json``. Resumable: a talk
-already made with the same settings is kept. Writes the report to the metrics file and prints a summary.
+of the params file, and runs :func:`audio.synthesize_stage.make_talk_audio`: per talk
+``<out>/<split>/<talk>.wav`` (+ the engine's word timings), the talks table ``<out>/talks.tsv`` and
+``<out>/audio_report.json``. Resumable: a talk already made with the same settings is kept. Writes the report
+to the metrics file and prints a summary.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Sequence
-from pathlib import Path
 
-from audio.stage import make_talk_audio
-from punctuation.params import load_params, require
-
-METRICS_PATH = Path("metrics/audio.json")
+from audio.synthesize_stage import make_talk_audio
+from pipeline.stage import stage_parser, start, write_json
+from punctuation.params import require
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.synthesize", description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    parser.add_argument("--prepared", default="data/prepared", help="prepared splits (default: data/prepared)")
-    parser.add_argument("--out", default="data/audio", help="output folder (default: data/audio)")
-    parser.add_argument("--metrics", default=str(METRICS_PATH), help=f"report as JSON (default: {METRICS_PATH})")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    args = parser.parse_args(argv)
+    parser = stage_parser("pipeline.synthesize", __doc__, out="data/audio", metrics="metrics/audio.json",
+                          prepared=True, quiet=True)
+    args, params = start(parser, argv)
 
-    params = load_params(args.params)
     data = require(params, "data", "params")
     audio = require(params, "audio", "params")
     split_tokens = require(audio, "split_tokens", "audio")
@@ -52,9 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         talk_sources=dict(require(audio, "talk_sources", "audio")),
         progress=not args.quiet,
     )
-    metrics_path = Path(args.metrics)
-    metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    metrics_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    metrics_path = write_json(args.metrics, report, ensure_ascii=False)
 
     print(f"synthesize: {report['source']} ({report['text']}), {report['seconds']:.1f} s -> {args.out}; "
           f"{report['hours_total']:.2f} h of audio")

@@ -2,33 +2,29 @@
 
     python -m pipeline.train --experiment transformer [--params params.yaml] [--features data/features]
 
-Writes ``artifacts/EXPERIMENT/model`` (best checkpoint by dev F1, self-contained for ``punctuate``),
-keeps a resumable checkpoint in ``checkpoints/EXPERIMENT`` and the summary in ``metrics/train/EXPERIMENT.json``.
+The experiment is ``experiment_defs.EXPERIMENT`` of the params file with the active profile's overrides
+(:func:`punctuation.params.experiment_config`). Writes ``artifacts/EXPERIMENT/model`` (best checkpoint by dev
+F1, self-contained for ``punctuate``), keeps a resumable checkpoint in ``checkpoints/EXPERIMENT`` and the
+summary in ``metrics/train/EXPERIMENT.json``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import logging
 from pathlib import Path
 
-from punctuation.params import experiment_config, load_params
+from pipeline.stage import option, stage_parser, start, write_json
+from punctuation.params import experiment_config
 from punctuation.training import train_model
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--experiment", required=True, help="name under profiles.<profile>.experiments")
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--features", default="data/features")
-    parser.add_argument("--artifacts", default="artifacts", help="parent of EXPERIMENT/model")
-    parser.add_argument("--checkpoints", default="checkpoints", help="parent of EXPERIMENT's resumable checkpoint")
-    parser.add_argument("--metrics", default="metrics/train")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    parser = stage_parser("pipeline.train", __doc__, metrics="metrics/train")
+    parser.add_argument("--experiment", required=True, help="name under experiment_defs")
+    option(parser, "--features", "data/features", "cached features")
+    option(parser, "--artifacts", "artifacts", "parent of EXPERIMENT/model")
+    option(parser, "--checkpoints", "checkpoints", "parent of EXPERIMENT's resumable checkpoint")
+    args, params = start(parser, argv, log=True)
 
-    params = load_params(args.params)
     model_config, train_config = experiment_config(params, args.experiment)
     experiment_dir = Path(args.artifacts) / args.experiment
     result = train_model(
@@ -36,10 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         model_config=model_config, train_config=train_config,
         window=params["evaluate"]["window"], stride=params["evaluate"]["stride"],
     )
-    metrics_path = Path(args.metrics) / f"{args.experiment}.json"
-    metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    metrics_path.write_text(json.dumps(result.metrics, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(result.metrics, indent=2))
+    write_json(Path(args.metrics) / f"{args.experiment}.json", result.metrics, echo=True)
     return 0
 
 

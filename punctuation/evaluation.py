@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from embeddings.cache import load_split, load_split_words
-from punctuation.iwslt import read_iwslt, write_iwslt
-from punctuation.labels import LABELS
+from corpus.iwslt import read_iwslt, write_iwslt
+from corpus.labels import LABELS
+from embeddings.store import load_split, load_split_words
 from punctuation.plots import plot_confusion_matrix
 from punctuation.scoring import confusion_matrix, score_labels
 from punctuation.training import choose_device, load_trained_model, to_device

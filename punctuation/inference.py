@@ -1,4 +1,9 @@
-"""Punctuating new text with a trained model directory (the library behind the ``punctuate`` command)."""
+"""Punctuating new text with a trained model directory (the library behind the ``punctuate`` command).
+
+The user's words are never changed: :mod:`corpus.user_text` splits the text into user words (kept byte for
+byte, whitespace included) and gives each its benchmark tokens for the model (``won't`` -> ``wo`` ``n't``);
+the label of a word's last token is the mark written after the word. See that module for every rule.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +12,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from corpus.labels import LABELS
+from corpus.user_text import UserText, punctuate_user_text, render, split_user_text
 from embeddings.cache import SPEECH_JSON, TokenEmbedder
 from embeddings.speech_sources import SpeechVectors, combine_vectors
-from punctuation.labels import LABELS, MARK_OF_LABEL, SENTENCE_END_LABELS
-from punctuation.text import tokenize_for_inference
 from punctuation.training import load_trained_model, to_device
 from punctuation.windows import predict_stream
-
-# Benchmark tokens that were split off the word before them ("do n't", "i 'm") and are re-attached when
-# writing readable text; "ca n't" and "wo n't" come back as "can't" and "won't".
-_CLITICS = {"n't", "'s", "'m", "'re", "'ve", "'ll", "'d"}
-_CLITIC_STEMS = {("ca", "n't"): "ca", ("wo", "n't"): "wo"}
-_RESTORED_STEMS = {"ca": "can", "wo": "won"}
-
 
 class Punctuator:
     """A trained model plus its token embedder, ready to label token sequences of any length."""
@@ -67,28 +65,22 @@ class Punctuator:
         return [LABELS[i] for i in predicted]
 
     def punctuate(self, text: str) -> tuple[list[str], list[str]]:
-        """Tokenise raw text like the benchmark (casing and marks stripped) and label every token."""
-        words = tokenize_for_inference(text)
-        return words, self.predict_labels(words)
+        """The user words of ``text`` (as given, minus the marks the model replaces) and their labels."""
+        user_text, labels, _ = self.punctuate_text(text)
+        return [word.text for word in user_text.words], labels
+
+    def punctuate_text(self, text: str, *, capitalise: bool = True) -> tuple[UserText, list[str], str]:
+        """``(user_text, labels, rendered)``: the words of ``text``, one label per word, and the text with the
+        predicted marks inserted (:func:`corpus.user_text.punctuate_user_text`)."""
+        return punctuate_user_text(text, self.predict_labels, capitalise=capitalise)
 
 
-def render_text(words: list[str], labels: list[str]) -> str:
-    """Readable text: clitics re-attached, marks after their word, sentence starts and "I" capitalised."""
-    pieces: list[str] = []
-    capitalise_next = True
-    for index, (word, label) in enumerate(zip(words, labels)):
-        following = words[index + 1] if index + 1 < len(words) else None
-        if word in _RESTORED_STEMS and (word, following) in _CLITIC_STEMS:
-            word = _RESTORED_STEMS[word]
-        if word == "i" or word.startswith("i'"):
-            word = "I" + word[1:]
-        if capitalise_next and word:
-            word = word[0].upper() + word[1:]
-        capitalise_next = label in SENTENCE_END_LABELS
-        token = word + MARK_OF_LABEL[label]
-        if word in _CLITICS and pieces:
-            # the clitic carries the label of the joined word ("do n't" + PERIOD -> "don't.")
-            pieces[-1] = pieces[-1] + token
-        else:
-            pieces.append(token)
-    return " ".join(pieces)
+def render_text(words: list[str], labels: list[str], *, capitalise: bool = True) -> str:
+    """Readable text of user words and their labels (as :meth:`Punctuator.punctuate` gives them), one space
+    between words: each label's mark after its word, sentence starts and "I" capitalised."""
+    if len(words) != len(labels):
+        raise ValueError(f"{len(words)} words but {len(labels)} labels")
+    user_text = split_user_text(" ".join(words))
+    if len(user_text.words) != len(words) or any(w != u.text for w, u in zip(words, user_text.words)):
+        raise ValueError("render_text takes the user words of Punctuator.punctuate (no whitespace, no marks only)")
+    return render(user_text, labels, capitalise=capitalise)

@@ -1,4 +1,9 @@
-"""Report figures: confusion matrix and learning curves (matplotlib, Agg backend)."""
+"""Report figures: confusion matrix and learning curves (matplotlib, Agg backend: no display needed).
+
+:func:`save_figure` writes every figure of the project, these and the model-analysis ones of
+:mod:`punctuation.analysis_plots`. Importing this module imports matplotlib: code on the way of ``punctuate``
+or of ``import models`` imports it only where it draws (see ``punctuation/training.py``).
+"""
 
 from __future__ import annotations
 
@@ -14,12 +19,13 @@ matplotlib.use("Agg")  # never needs a display; must precede the pyplot import
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from punctuation.labels import LABELS  # noqa: E402
+from corpus.labels import LABELS  # noqa: E402
 
-__all__ = ["plot_confusion_matrix", "plot_dev_f1_curves", "plot_learning_curves", "read_history"]
+__all__ = ["plot_confusion_matrix", "plot_dev_f1_curves", "plot_learning_curves", "read_history", "save_figure"]
 
 
-def _save(fig: plt.Figure, path: str | Path) -> Path:
+def save_figure(fig: plt.Figure, path: str | Path) -> Path:
+    """Write ``fig`` to ``path`` (folders created; 120 dpi, tight bounding box) and close it; returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
@@ -53,7 +59,7 @@ def plot_confusion_matrix(
     ax.set_xlabel("predicted")
     ax.set_ylabel("reference")
     ax.set_title(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _float_or_nan(value: str | None) -> float:
@@ -92,7 +98,7 @@ def plot_learning_curves(history_csv: str | Path, path: str | Path) -> Path:
         ax.grid(alpha=0.3)
         if ax.get_lines():
             ax.legend()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_dev_f1_curves(histories: dict[str, str | Path], path: str | Path, title: str = "Dev F1") -> Path:
@@ -108,4 +114,4 @@ def plot_dev_f1_curves(histories: dict[str, str | Path], path: str | Path, title
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)

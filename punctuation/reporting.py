@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from punctuation.labels import PUNCTUATION_CLASSES
+from corpus.labels import LABELS, PUNCTUATION_CLASSES
+from embeddings.store import load_split, load_split_words
 
 PUBLISHED_PATH = Path(__file__).with_name("published.yaml")
 SPLIT_NAMES = {"ref": "Ref", "asr": "ASR"}
@@ -85,8 +87,6 @@ def results_markdown(profile: str, experiments: dict[str, dict[str, Any]], publi
 
 def collect_figures(name: str, artifacts_dir: Path, figures_dir: Path) -> list[Path]:
     """Copy an experiment's plots (learning curves, confusion matrices) next to the report."""
-    import shutil
-
     figures_dir.mkdir(parents=True, exist_ok=True)
     sources = [artifacts_dir / name / "model" / "learning_curves.png",
                *sorted((artifacts_dir / name / "predictions").glob("confusion_*.png"))]
@@ -133,11 +133,11 @@ def analysis_figures(name: str, model_dir: Path, features_dir: Path, split: str,
     input word is zeroed; teacher-forced decoders are fed the reference labels); models with attention
     maps (DRNN-LWMA) also get the per-layer attention maps of the same sentence.
     """
+    # torch and matplotlib only where a model is analysed: the tables above need neither
     import torch
 
-    from embeddings.cache import load_split, load_split_words
-    from models.analysis import plot_attention_maps, plot_word_cancellation, word_cancellation_scores
-    from punctuation.labels import LABELS
+    from models.analysis import word_cancellation_scores
+    from punctuation.analysis_plots import plot_attention_maps, plot_word_cancellation
     from punctuation.training import load_trained_model
     from punctuation.windows import make_batch
 

@@ -30,6 +30,19 @@ never predicted has precision 0, a class absent from the reference has recall 0,
 0 when precision + recall is 0, and SER is 0 when the reference has no marks at all -
 even if the prediction inserted some; the raw counts from :func:`score_details` show
 those insertions). Every value is a plain Python ``float`` so the result is JSON-ready.
+
+Files
+-----
+:func:`score_files` reads two ``word<TAB>LABEL`` files (:mod:`corpus.iwslt`: CRLF or LF, invalid UTF-8
+bytes replaced, blank lines skipped) and compares them line by line, as the reference scorer does: every
+token line is a slot and the words must agree (a word mismatch or a different token count is an error
+naming both files and lines). ``dev2012`` as distributed has ten lines with an empty word (``\tCOMMA``, a
+mark split off a speaker label); like any other line each is a slot, with the word ``''``, so the file
+scores against itself (all ten carry a mark and count as reference marks). A prediction may leave those
+lines out -- this project's prepared splits, and so its predictions, drop them
+(``read_iwslt(skip_empty_words=True)``) -- and each missing one is then scored as predicted ``O`` (a
+deletion). A label on an empty-word line must still be one of ``LABELS``. A file with no token at all is an
+error naming it (:class:`EmptyFileError`): two empty files are not scored as zeros.
 """
 
 from __future__ import annotations
@@ -40,10 +53,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from punctuation.iwslt import read_iwslt
-from punctuation.labels import LABELS, LABEL_TO_ID, NO_MARK_ID, PUNCTUATION_CLASSES
+from corpus.iwslt import IwsltFormatError, read_iwslt
+from corpus.labels import LABELS, LABEL_TO_ID, NO_MARK, NO_MARK_ID, PUNCTUATION_CLASSES
 
 __all__ = [
+    "EmptyFileError",
     "SlotCounts",
     "TokenMismatchError",
     "confusion_matrix",
@@ -51,6 +65,7 @@ __all__ = [
     "format_table",
     "score_details",
     "score_files",
+    "score_files_details",
     "score_labels",
 ]
 
@@ -258,84 +273,136 @@ def score_details(
 # --------------------------------------------------------------------------- files
 
 
-def _token_line_numbers(path: Path, skipped_lines: Iterable[int] = ()) -> list[int]:
-    """1-based file line numbers of the tokens of ``path``, in order.
+class EmptyFileError(IwsltFormatError):
+    """A file to score holds no token at all (empty, or blank lines only); the message names the file."""
 
-    Mirrors how ``read_iwslt`` walks a file (split on ``\\n``, a trailing ``\\r`` dropped,
-    invalid UTF-8 replaced, blank lines skipped, plus the lines it reports as skipped) so
-    that token ``i`` can be traced back to the line it came from.
+    def __init__(self, path: str | Path, role: str) -> None:
+        super().__init__(path, None, f"the {role} file holds no tokens; nothing to score")  # type: ignore[arg-type]
+        self.role = role
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class _Slots:
+    """The slots of one file: a word ('' for an empty-word line), its label and its 1-based line."""
+
+    path: Path
+    words: list[str]
+    labels: list[str]
+    lines: list[int]
+
+
+def _read_slots(path: str | Path, role: str) -> _Slots:
+    """Read a ``word<TAB>LABEL`` file as slots; empty-word lines are slots with the word ``''``.
+
+    Malformed lines raise ``read_iwslt``'s ``IwsltFormatError`` (file:line), also an unknown label on an
+    empty-word line; a file without any slot raises :class:`EmptyFileError`.
     """
-    skipped = set(skipped_lines)
-    numbers = []
-    for number, raw in enumerate(Path(path).read_bytes().split(b"\n"), start=1):
+    path = Path(path)
+    tokens = read_iwslt(path, skip_empty_words=True)
+    empty = set(tokens.skipped_lines)
+    words: list[str] = []
+    labels: list[str] = []
+    lines: list[int] = []
+    token = 0
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
         line = raw.removesuffix(b"\r").decode("utf-8", errors="replace")
-        if line.strip() and number not in skipped:
-            numbers.append(number)
-    return numbers
+        if number in empty:
+            label = line.split("\t")[1].strip()
+            if label not in LABEL_TO_ID:
+                raise IwsltFormatError(
+                    path, number, f"unknown label {label!r} (expected one of {', '.join(LABEL_TO_ID)})"
+                )
+            words.append("")
+            labels.append(label)
+            lines.append(number)
+        elif line.strip():
+            words.append(tokens.words[token])
+            labels.append(tokens.labels[token])
+            lines.append(number)
+            token += 1
+    if token != len(tokens.words):  # cannot happen while this walk mirrors read_iwslt's
+        raise RuntimeError(f"{path}: read {len(tokens.words)} tokens but traced {token} to lines")
+    if not words:
+        raise EmptyFileError(path, role)
+    return _Slots(path, words, labels, lines)
 
 
-def _check_same_tokens(reference: Any, prediction: Any) -> None:
-    """Raise TokenMismatchError unless both ``read_iwslt`` results hold the same words."""
-    reference_path, prediction_path = Path(reference.path), Path(prediction.path)
-    reference_words, prediction_words = reference.words, prediction.words
-    n_ref, n_hyp = len(reference_words), len(prediction_words)
-    first = next(
-        (i for i, (a, b) in enumerate(zip(reference_words, prediction_words)) if a != b),
-        None,
-    )
-    if first is None and n_ref == n_hyp:
-        return
-    index = first if first is not None else min(n_ref, n_hyp)
-    ref_lines = _token_line_numbers(reference_path, getattr(reference, "skipped_lines", ()))
-    hyp_lines = _token_line_numbers(prediction_path, getattr(prediction, "skipped_lines", ()))
+def _align(reference: _Slots, prediction: _Slots) -> tuple[list[str], list[str]]:
+    """Pair the slots of both files; ``(reference_labels, predicted_labels)`` of equal length.
 
-    def at(seq: Sequence[Any], i: int) -> Any:
-        return seq[i] if i < len(seq) else None
+    Slots are compared line by line, word for word. A reference slot with an empty word that the prediction
+    does not have (the prediction left the empty-word line out) is paired with ``O``. Anything else that
+    differs raises :class:`TokenMismatchError` naming both files and lines.
+    """
+    ref_labels: list[str] = []
+    hyp_labels: list[str] = []
+    n_ref, n_hyp = len(reference.words), len(prediction.words)
+    i = j = 0
+    while i < n_ref:
+        if j < n_hyp and reference.words[i] == prediction.words[j]:
+            ref_labels.append(reference.labels[i])
+            hyp_labels.append(prediction.labels[j])
+            j += 1
+        elif reference.words[i] == "":
+            ref_labels.append(reference.labels[i])
+            hyp_labels.append(NO_MARK)
+        else:
+            break
+        i += 1
+    if i == n_ref and j == n_hyp:
+        return ref_labels, hyp_labels
 
-    ref_word, hyp_word = at(reference_words, index), at(prediction_words, index)
-    if first is not None:
+    def at(seq: Sequence[Any], k: int) -> Any:
+        return seq[k] if k < len(seq) else None
+
+    ref_word, hyp_word = at(reference.words, i), at(prediction.words, j)
+    if i < n_ref and j < n_hyp:
         reason = f"reference word {ref_word!r} != prediction word {hyp_word!r}"
     else:
-        longer, extra = ("reference", ref_word) if n_ref > n_hyp else ("prediction", hyp_word)
+        longer, extra = ("reference", ref_word) if i < n_ref else ("prediction", hyp_word)
         reason = (
             f"token counts differ ({n_ref} reference vs {n_hyp} prediction tokens); "
             f"the {longer} continues with {extra!r}"
         )
     raise TokenMismatchError(
-        reference_path,
-        prediction_path,
-        index=index,
-        reference_line=at(ref_lines, index) if index < n_ref else None,
-        prediction_line=at(hyp_lines, index) if index < n_hyp else None,
+        reference.path,
+        prediction.path,
+        index=i,
+        reference_line=at(reference.lines, i),
+        prediction_line=at(prediction.lines, j),
         reference_word=ref_word,
         prediction_word=hyp_word,
         reason=reason,
     )
 
 
-def _read_pair(reference_path: str | Path, prediction_path: str | Path):
-    reference = read_iwslt(reference_path)
-    prediction = read_iwslt(prediction_path)
-    _check_same_tokens(reference, prediction)
-    return reference, prediction
+def _read_pair(reference_path: str | Path, prediction_path: str | Path) -> tuple[list[str], list[str]]:
+    reference = _read_slots(reference_path, "reference")
+    prediction = _read_slots(prediction_path, "prediction")
+    return _align(reference, prediction)
 
 
 def score_files(reference_path: str | Path, prediction_path: str | Path) -> dict[str, Any]:
     """Score two ``word<TAB>LABEL`` files (see :func:`score_labels` for the result).
 
-    Raises ``IwsltFormatError`` on a malformed file and :class:`TokenMismatchError`
+    Every file the benchmark ships is accepted, ``dev2012`` with its empty-word lines included (see
+    "Files" in the module docstring). Raises ``IwsltFormatError`` naming file and line on a malformed
+    file, :class:`EmptyFileError` (a subclass) on a file without tokens, and :class:`TokenMismatchError`
     when the two files do not hold the same words in the same order.
     """
-    reference, prediction = _read_pair(reference_path, prediction_path)
-    return score_labels(reference.labels, prediction.labels)
+    reference_labels, predicted_labels = _read_pair(reference_path, prediction_path)
+    return score_labels(reference_labels, predicted_labels)
 
 
 def score_files_details(
     reference_path: str | Path, prediction_path: str | Path
 ) -> dict[str, Any]:
     """Like :func:`score_files` but returns :func:`score_details`' richer dict."""
-    reference, prediction = _read_pair(reference_path, prediction_path)
-    return score_details(reference.labels, prediction.labels)
+    reference_labels, predicted_labels = _read_pair(reference_path, prediction_path)
+    return score_details(reference_labels, predicted_labels)
 
 
 # --------------------------------------------------------------------------- report

@@ -25,10 +25,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from embeddings.cache import load_split, load_split_words
+from corpus.labels import LABELS
 from embeddings.sources import file_sha256
+from embeddings.store import load_split, load_split_words
 from models import build_model
-from punctuation.labels import LABELS
 from punctuation.scoring import score_labels
 from punctuation.windows import make_batch, predict_stream
 
@@ -101,6 +101,12 @@ def to_device(batch: dict, device: torch.device) -> dict:
 
 
 def _atomic_torch_save(obj: Any, path: Path) -> None:
+    """``torch.save`` to a temporary file renamed over ``path``.
+
+    Not :func:`corpus.io.atomic_path`: torch names the folder inside its zip after the file it writes
+    (``best_model.pt.tmp`` -> ``best_model.pt/data.pkl``), so a randomly named temporary would make every
+    ``model.pt`` (a copy of ``best_model.pt``) differ in bytes from run to run; the fixed name keeps them identical.
+    """
     temporary = path.with_suffix(path.suffix + ".tmp")
     torch.save(obj, temporary)
     os.replace(temporary, path)
@@ -298,7 +304,7 @@ def train_model(
 
 def _write_model_dir(out_dir: Path, features_dir: Path, best_path: Path, model_config: dict, cfg: dict,
                      state: dict, **info: Any) -> TrainResult:
-    from punctuation.plots import plot_learning_curves
+    from punctuation.plots import plot_learning_curves  # matplotlib: not on the way of `punctuate`
 
     out_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(best_path, out_dir / "model.pt")

@@ -43,7 +43,7 @@ for variant in "$@"; do
     run=gpu_runs/${profile}_transformer_$variant
     [ -f "$run/run.json" ] && continue   # finished in an earlier slot
     extra=()
-    # paper: 16 threads per process is the profile's setting for a machine of its own; here 8 processes share it
+    # paper: 16 threads per process (train.threads) is meant for a machine of its own; here 8 processes share it
     [ "$profile" = paper ] && extra=(--set threads=2)
     (
       $PYTHON scripts/time_boxed_run.py --experiment transformer --profile "$profile" --features "$features" \

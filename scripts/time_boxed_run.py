@@ -37,6 +37,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from corpus.io import atomic_write_text  # noqa: E402
 from embeddings.cache import read_manifest  # noqa: E402
 from punctuation.evaluation import evaluate_model  # noqa: E402
 from punctuation.params import ParamsError, experiment_config, load_params  # noqa: E402
@@ -68,7 +69,7 @@ def _calibrate(out: Path, features: str, model_config: dict, train_config: dict,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--experiment", required=True)
+    parser.add_argument("--experiment", required=True, help="name under experiment_defs")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--profile", default=None, help="profile to use (default: the file's own)")
     parser.add_argument("--features", default="data/features")
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         "train_wall_seconds": round(wall_seconds, 1),
         "eval": scores,
     }
-    (args.out / "run.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(args.out / "run.json", json.dumps(record, indent=2) + "\n")
     summary = {split: round(100 * s["OVERALL"]["f1"], 1) for split, s in scores.items()}
     print(json.dumps({"experiment": args.experiment, "steps": result.metrics["steps"], "overall_f1": summary}))
     return 0

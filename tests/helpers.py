@@ -1,8 +1,15 @@
-"""Shared test helpers for the model tests."""
+"""Shared test helpers: model batches and training checks, word-vector files."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import torch
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def context_rule_batch() -> dict[str, torch.Tensor]:
@@ -27,3 +34,36 @@ def overfit_accuracy(model, batch: dict[str, torch.Tensor], steps: int, lr: floa
         optimizer.step()
     model.eval()
     return (model.predict(batch) == batch["labels"])[batch["mask"]].float().mean().item()
+
+
+def padded_batch(batch_size: int = 3, length: int = 9, dim: int = 50, short: int = 6, seed: int = 1) -> dict:
+    """A random batch (vectors, ids 2..19, 4 labels) whose last row is padded after ``short`` tokens; seeds torch."""
+    torch.manual_seed(seed)
+    mask = torch.ones(batch_size, length, dtype=torch.bool)
+    mask[-1, short:] = False
+    return {"vectors": torch.randn(batch_size, length, dim), "ids": torch.randint(2, 20, (batch_size, length)),
+            "mask": mask, "labels": torch.randint(0, 4, (batch_size, length))}
+
+
+def scramble_padding(batch: dict) -> dict:
+    """A copy of ``batch`` with other vectors and ids at its padded positions (which must not matter)."""
+    changed = dict(batch, vectors=batch["vectors"].clone(), ids=batch["ids"].clone())
+    changed["vectors"][~batch["mask"]] = 100.0
+    changed["ids"][~batch["mask"]] = 7
+    return changed
+
+
+def write_word2vec_text(path: Path, vectors: dict[str, list[float]], header: bool = True) -> Path:
+    """``vectors`` as a word2vec text file (two decimals; a ``count dim`` first line unless ``header`` is false)."""
+    lines = [f"{len(vectors)} {len(next(iter(vectors.values())))}"] if header else []
+    lines += [w + " " + " ".join(f"{x:.2f}" for x in v) for w, v in vectors.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def imported_after(statement: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter (run in the repository) has loaded after ``statement``."""
+    code = f"import json, sys; {statement}; print(json.dumps([m for m in {modules!r} if m in sys.modules]))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])

@@ -24,7 +24,7 @@ from aligner import (
     write_tsv,
 )
 from aligner.mfa_backend import MfaBackend, read_mfa_textgrid
-from aligner.synth import flite_available
+from audio.reference_speech import flite_available
 
 NAN = float("nan")
 TIMINGS = [
@@ -155,7 +155,7 @@ def test_mfa_backend_runs_the_command_and_reads_its_textgrid(tmp_path):
 @pytest.mark.skipif(shutil.which("mfa") is None, reason="the Montreal Forced Aligner (mfa) is not on PATH")
 @pytest.mark.skipif(not flite_available(), reason="flite is not installed")
 def test_mfa_backend_aligns_real_audio(tmp_path):  # pragma: no cover - conda installs only
-    from aligner.synth import synthesize
+    from audio.reference_speech import synthesize
 
     reference = synthesize("So I don't know.", tmp_path / "s.wav")
     timings = align(tmp_path / "s.wav", reference.words, backend="mfa")
@@ -169,8 +169,8 @@ needs_audio = pytest.mark.skipif(not flite_available(), reason="flite is not ins
 def test_cli_writes_one_row_per_transcript_token(tmp_path):
     pytest.importorskip("pocketsphinx")
     from aligner.cli import main
-    from aligner.synth import synthesize
-    from punctuation.text import tokenize_for_inference
+    from audio.reference_speech import synthesize
+    from corpus.text import tokenize_for_inference
 
     text = "Well, I don't know. It's 6,400 dollars!"
     synthesize(text, tmp_path / "talk.wav")

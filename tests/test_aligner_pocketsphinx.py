@@ -13,7 +13,7 @@ soundfile = pytest.importorskip("soundfile")
 
 from aligner import AlignConfig, AudioError, WordTiming, align  # noqa: E402
 from aligner.pocketsphinx_backend import PocketsphinxBackend  # noqa: E402
-from aligner.synth import Reference, flite_available, synthesize  # noqa: E402
+from audio.reference_speech import Reference, flite_available, synthesize  # noqa: E402
 pytestmark = pytest.mark.skipif(not flite_available(), reason="flite is not installed (apt-get install flite)")
 
 SENTENCE = "So, I don't think the zorblaxian cat is here. It's gone!"

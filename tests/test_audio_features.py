@@ -13,11 +13,11 @@ from audio.features import (  # noqa: E402
     NEUTRAL_VALUES,
     AudioFeatureError,
     FeatureJob,
-    RaggedFrames,
     extract_features,
     talk_features,
 )
-from audio.synthesis import WordTiming, write_timings  # noqa: E402
+from corpus.frames import RaggedFrames  # noqa: E402
+from corpus.timings import WordTiming, write_engine_timings as write_timings  # noqa: E402
 
 SR = 16000
 COL = {name: i for i, name in enumerate(FEATURE_NAMES)}

@@ -1,4 +1,5 @@
-"""The audio half's stages (audio/stage.py and pipeline/{synthesize,align,features}.py) on a tiny corpus.
+"""The audio half's stages (audio/{synthesize,align,features}_stage.py and pipeline/{synthesize,align,features}.py)
+on a tiny corpus.
 
 Two 'test2011' talks (and their ASR transcripts, with an ASR substitution, deletion and insertion), a dev split
 cut into two pseudo-talks and two training talks (one beyond the token budget), spoken by flite (a few seconds
@@ -8,7 +9,6 @@ each) and aligned by pocketsphinx. Skipped without flite or pocketsphinx.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 
@@ -20,18 +20,15 @@ soundfile = pytest.importorskip("soundfile", reason="soundfile is not installed"
 pytest.importorskip("librosa", reason="librosa is not installed")
 pytest.importorskip("pocketsphinx", reason="pocketsphinx is not installed")
 
-from aligner import WordTiming  # noqa: E402
-from aligner.synth import flite_available  # noqa: E402
-from audio.features import FEATURE_NAMES, FeatureConfig, RaggedFrames  # noqa: E402
-from audio.stage import (  # noqa: E402
-    align_talks,
-    inherit_timings,
-    make_talk_audio,
-    read_talks_table,
-    token_features,
-)
-from punctuation.iwslt import read_iwslt, write_iwslt  # noqa: E402
-from punctuation.text import normalize_transcript  # noqa: E402
+from audio.align_stage import align_talks  # noqa: E402
+from audio.features import FEATURE_NAMES, FeatureConfig  # noqa: E402
+from audio.features_stage import token_features  # noqa: E402
+from audio.reference_speech import flite_available  # noqa: E402
+from audio.synthesize_stage import make_talk_audio  # noqa: E402
+from corpus.frames import FRAMES_FILE, OFFSETS_FILE, RaggedFrames  # noqa: E402
+from corpus.iwslt import read_iwslt, write_iwslt  # noqa: E402
+from corpus.talks_table import read_talks_table  # noqa: E402
+from corpus.text import normalize_transcript  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not flite_available(), reason="flite is not installed (apt-get install flite)")
 
@@ -163,26 +160,6 @@ def test_every_asr_token_has_a_timing_or_an_explicit_flag(built):
     assert sum(counts.values()) == len(asr_words) and counts["own"] > len(asr_words) // 2
 
 
-def test_inherit_timings_takes_the_reference_time_of_matched_tokens():
-    nan = math.nan
-    ref_words = ["so", "i", "do", "n't", "know"]
-    ref = [WordTiming("so", 0.0, 0.2, True), WordTiming("i", 0.3, 0.4, True), WordTiming("do", 0.4, 0.5, True),
-           WordTiming("n't", 0.5, 0.6, True), WordTiming("know", 0.6, 0.9, True)]
-    asr_words = ["so", "uh", "i", "do", "not", "know"]
-    own = [WordTiming("so", 0.0, 0.2, True), WordTiming("uh", 0.2, 0.3, False), WordTiming("i", 0.3, 0.4, False),
-           WordTiming("do", 0.4, 0.5, True), WordTiming("not", nan, nan, False), WordTiming("know", 0.6, 0.9, True)]
-    timings, sources = inherit_timings(asr_words, own, ref_words, ref)
-    assert sources == ["own", "none", "inherited", "own", "inherited", "own"]
-    assert (timings[2].start, timings[2].end, timings[2].aligned) == (0.3, 0.4, True)
-    assert (timings[4].start, timings[4].end) == (0.5, 0.6)  # a substitution takes the replaced word's time
-    assert timings[1].aligned is False and timings[1].start == 0.2  # the aligner's estimate, flagged
-    # Without a reference alignment nothing is inherited; an inherited span that contradicts its neighbours
-    # is refused.
-    assert inherit_timings(asr_words, own, ref_words, None)[1] == ["own", "none", "none", "own", "none", "own"]
-    late = list(ref)
-    late[1] = WordTiming("i", 2.0, 2.1, True)
-    assert inherit_timings(asr_words, own, ref_words, late)[1][2] == "none"
-
 
 def test_features_cover_the_whole_split_with_a_mask(built):
     root = built["root"] / "acoustic"
@@ -194,7 +171,7 @@ def test_features_cover_the_whole_split_with_a_mask(built):
         assert values.shape == missing.shape == (n, len(FEATURE_NAMES)) and values.dtype == np.float32
         assert np.isfinite(values).all()
         assert json.loads((root / split / "feature_names.json").read_text()) == list(FEATURE_NAMES)
-        mfcc = RaggedFrames(np.load(root / split / "mfcc.npy"), np.load(root / split / "mfcc_offsets.npy"))
+        mfcc = RaggedFrames(np.load(root / split / FRAMES_FILE), np.load(root / split / OFFSETS_FILE))
         assert len(mfcc) == n
         assert missing[~has_audio].all()  # no audio: every feature flagged
         for index in np.flatnonzero(~has_audio):

@@ -1,10 +1,11 @@
-"""Speech synthesis with engine word timings (audio/synthesis.py). Tiny texts; skipped without the engines."""
+"""Speech synthesis with engine word timings (audio/synthesis.py over audio/engines.py and audio/spoken.py).
+
+Tiny texts; skipped without the engines.
+"""
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,18 +14,11 @@ import pytest
 soundfile = pytest.importorskip("soundfile", reason="soundfile is not installed (pip install soundfile)")
 pytest.importorskip("librosa", reason="librosa is not installed (pip install librosa)")
 
-from audio.synthesis import (  # noqa: E402
-    AudioInputError,
-    WordTiming,
-    _engine,
-    engine_available,
-    read_timings,
-    synthesize_talk,
-    synthesize_talks,
-    talk_stem,
-    use_real_audio,
-    write_timings,
-)
+from audio.engines import engine_available  # noqa: E402
+from audio.synthesis import synthesize_talk, synthesize_talks, talk_stem  # noqa: E402
+from corpus.timings import WordTiming  # noqa: E402
+from corpus.timings import read_engine_timings as read_timings  # noqa: E402
+from corpus.timings import write_engine_timings as write_timings  # noqa: E402
 
 HAS_FLITE = engine_available("flite")
 HAS_ESPEAK = engine_available("espeak-ng")
@@ -91,20 +85,6 @@ def test_flite_16k_mono_timings_and_punctuation_cues(tmp_path):
     word = audio[int(know.start * 16000) : int(know.end * 16000)]
     assert np.sqrt(np.mean(gap**2)) < 0.1 * np.sqrt(np.mean(word**2))
 
-
-@needs_flite
-def test_flite_library_timings_are_the_psdur_timings(tmp_path):
-    if shutil.which("flite") is None:
-        pytest.skip("flite command line tool not on PATH")
-    text = "well, i don't know. it's fine?"
-    output = _engine("flite").synthesize(text.split(), voice="slt", rate=1.0, pitch=1.0)
-    ours = [round(s.end / output.sample_rate, 3) for words in output.tokens for _, segs in words for s in segs]
-    printed = subprocess.run(
-        ["flite", "-voice", "slt", "-psdur", "-t", text, "-o", str(tmp_path / "x.wav")],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()
-    theirs = [float(item.rsplit(":", 1)[1]) for item in printed if not item.startswith("pau:")]
-    assert ours == pytest.approx(theirs, abs=1.5e-3)  # -psdur prints 3 decimals
 
 
 @needs_flite
@@ -216,14 +196,3 @@ def test_timings_round_trip_and_stems(tmp_path):
     assert talk_stem("1169") == "1169"
     assert talk_stem("Cameron_Herold_Let's_raise_kids") != talk_stem("Cameron_Herold_Lets_raise_kids")
     assert "/" not in talk_stem("a/b") and "'" not in talk_stem("it's")
-
-
-def test_use_real_audio(tmp_path):
-    soundfile.write(tmp_path / "1169.wav", np.zeros((4410, 2), np.float32), 44100)
-    (tmp_path / "1175.wav").write_bytes(b"not audio at all")
-    found = use_real_audio(tmp_path, ["1169"])
-    assert found[0].duration == pytest.approx(0.1) and (found[0].sample_rate, found[0].channels) == (44100, 2)
-    with pytest.raises(AudioInputError) as error:
-        use_real_audio(tmp_path, [FakeTalk("1169", (), ()), FakeTalk("1175", (), ()), FakeTalk("1178", (), ())])
-    message = str(error.value)
-    assert "2 of 3" in message and "1175.wav: unreadable" in message and "1178.wav: missing" in message

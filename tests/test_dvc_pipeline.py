@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.corpus import TINY_MODEL, TINY_TRAIN, write_corpus
+from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 DVC = Path(sys.executable).with_name("dvc")
-SOURCES = ["dvc.yaml", "pyproject.toml", "pipeline", "punctuation", "embeddings", "models", "aligner", "audio"]
+SOURCES = ["dvc.yaml", "pyproject.toml", "corpus", "pipeline", "punctuation", "embeddings", "models", "aligner", "audio"]
 
-pytestmark = pytest.mark.skipif(not DVC.exists(), reason="dvc is not installed next to this Python")
+pytestmark = [pytest.mark.skipif(not DVC.exists(), reason="dvc is not installed next to this Python"),
+              pytest.mark.slow]  # a real `dvc repro` of the whole pipeline: minutes
 
 
 def tiny_params(corpus: dict[str, Path]) -> dict:

@@ -12,21 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from corpus.labels import LABEL_TO_ID
 from embeddings import cache as cache_module
-from embeddings.cache import (
-    PAD,
-    UNK,
-    UNK_ID,
-    FeatureCacheError,
-    SourceMismatchError,
-    TokenEmbedder,
-    build_feature_cache,
-    build_vocab,
-    load_split,
-    random_oov_vector,
-)
-from embeddings.sources import load_word_vectors
-from punctuation.labels import LABEL_TO_ID
+from embeddings.cache import build_feature_cache
+from embeddings.embedder import TokenEmbedder
+from embeddings.store import CACHE_FORMAT, FeatureCacheError, SourceMismatchError, load_split
+from embeddings.vocab import PAD, UNK, UNK_ID, build_vocab, clitic_parts, random_oov_vector
+from tests.helpers import write_word2vec_text
 
 REPO = Path(__file__).resolve().parents[1]
 VECTORS = {
@@ -47,12 +39,6 @@ SPLITS = {
 }
 
 
-def write_vectors(path: Path, vectors=VECTORS) -> Path:
-    lines = [f"{len(vectors)} 4"] + [w + " " + " ".join(f"{x:.2f}" for x in v) for w, v in vectors.items()]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def write_split(path: Path, rows) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(f"{w}\t{label}\n" for w, label in rows), encoding="utf-8")
@@ -64,7 +50,7 @@ def setup(tmp_path):
     prepared = tmp_path / "prepared"
     for split, rows in SPLITS.items():
         write_split(prepared / f"{split}.tsv", rows)
-    source = write_vectors(tmp_path / "vectors.txt")
+    source = write_word2vec_text(tmp_path / "vectors.txt", VECTORS)
     spec = {"type": "word2vec-text", "path": str(source)}
     return prepared, tmp_path / "features", spec
 
@@ -111,7 +97,7 @@ def test_build_writes_arrays_and_manifest(setup):
     assert ref.ids[0] == UNK_ID  # ids are the raw tokens' (not in the training vocab)
 
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["cache_format"] == cache_module.CACHE_FORMAT
+    assert manifest["cache_format"] == CACHE_FORMAT
     assert manifest["word_source"] == {"type": "word2vec-text", "path": spec["path"]}
     assert manifest["fingerprint"].startswith("sha256:") and manifest["oov"] == "zero" and manifest["dim"] == 4
     assert manifest["vocab_size"] == 9 and len(manifest["vocab_sha256"]) == 64
@@ -139,7 +125,7 @@ def test_reuse_then_rebuild_on_any_change(setup, caplog):
     source = Path(spec["path"])
     stat = source.stat()
     changed = dict(VECTORS, cat=[0.7, -0.5, 0.25, 1.0])
-    write_vectors(source, changed)
+    write_word2vec_text(source, changed)
     assert source.stat().st_size == stat.st_size
     os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     rebuilt = build_feature_cache(prepared, out, word_source=spec, oov="random")
@@ -185,7 +171,7 @@ def test_random_oov_is_deterministic_across_processes(setup):
     words = ["zyx", "qwerty", "\ufffd?", "ünïcode"]
     script = (
         "import json, sys\n"
-        "from embeddings.cache import TokenEmbedder\n"
+        "from embeddings.embedder import TokenEmbedder\n"
         "spec, words = json.loads(sys.argv[1]), json.loads(sys.argv[2])\n"
         "e = TokenEmbedder(spec, 'random', ['the'])\n"
         "print(e.embed(words).vectors.tobytes().hex())\n"
@@ -220,7 +206,7 @@ def test_embedder_save_load_round_trip(setup, tmp_path):
     assert first.oov.tolist() == [False, False, True, False, True, False]
 
     # The vector file changes under the same path: loading refuses.
-    write_vectors(Path(spec["path"]), dict(VECTORS, the=[9.0, 9.0, 9.0, 9.0]))
+    write_word2vec_text(Path(spec["path"]), dict(VECTORS, the=[9.0, 9.0, 9.0, 9.0]))
     with pytest.raises(SourceMismatchError, match="fingerprint"):
         TokenEmbedder.load(tmp_path / "emb")
 
@@ -277,10 +263,6 @@ def test_bad_arguments(setup):
 
 
 def test_contractions_left_whole_get_the_mean_of_their_parts(tmp_path):
-    import numpy as np
-
-    from embeddings.cache import TokenEmbedder, clitic_parts
-
     assert clitic_parts("we've") == ("we", "'ve")
     assert clitic_parts("it\u2019s") == ("it", "'s")
     assert clitic_parts("'ve") is None and clitic_parts("rock'n'") is None
@@ -290,3 +272,15 @@ def test_contractions_left_whole_get_the_mean_of_their_parts(tmp_path):
     embedded = embedder.embed(["we've", "you've"])
     assert np.allclose(embedded.vectors[0], [2, 3, 4]) and not embedded.oov[0]
     assert embedded.oov[1] and np.allclose(embedded.vectors[1], 0)
+
+
+def test_the_names_callers_import_from_embeddings_cache_are_still_there():
+    """pipeline/embed.py, scripts/time_boxed_run.py and punctuate import these from embeddings.cache."""
+    import embeddings
+    from embeddings import embedder, store
+
+    assert cache_module.TokenEmbedder is embedder.TokenEmbedder is embeddings.TokenEmbedder
+    assert cache_module.read_manifest is store.read_manifest is embeddings.read_manifest
+    assert cache_module.SPLITS == store.SPLITS and cache_module.SPEECH_JSON == store.SPEECH_JSON
+    assert all(hasattr(cache_module, name) for name in cache_module.__all__)
+    assert all(hasattr(embeddings, name) for name in embeddings.__all__)

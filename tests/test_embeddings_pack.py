@@ -7,10 +7,10 @@ import hashlib
 import numpy as np
 import pytest
 
-from embeddings.cache import load_split
+from embeddings.store import load_split
 from embeddings.pack import main as pack_main
 from embeddings.pack import pack_feature_cache, unpack_feature_cache
-from tests.corpus import write_feature_cache
+from tests.fixture_corpus import write_feature_cache
 
 
 def tree_digest(root):

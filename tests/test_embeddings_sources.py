@@ -14,6 +14,7 @@ from embeddings.sources import (
     source_fingerprint,
     validate_spec,
 )
+from tests.helpers import write_word2vec_text
 
 WORDS = {
     "the": [0.1, 0.2, 0.3, 0.4],
@@ -25,13 +26,6 @@ WORDS = {
 }
 
 
-def write_w2v_text(path, words=WORDS, header=True):
-    lines = [f"{len(words)} {len(next(iter(words.values())))}"] if header else []
-    lines += [w + " " + " ".join(f"{x:.2f}" for x in v) for w, v in words.items()]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def assert_matches_words(kv):
     assert kv.vector_size == 4
     assert kv.vectors.dtype == np.float32
@@ -41,17 +35,17 @@ def assert_matches_words(kv):
 
 
 def test_word2vec_text(tmp_path):
-    kv = load_word_vectors({"type": "word2vec-text", "path": str(write_w2v_text(tmp_path / "v.txt"))})
+    kv = load_word_vectors({"type": "word2vec-text", "path": str(write_word2vec_text(tmp_path / "v.txt", WORDS))})
     assert_matches_words(kv)
 
 
 def test_word2vec_text_without_header(tmp_path):
-    path = write_w2v_text(tmp_path / "glove.txt", header=False)
+    path = write_word2vec_text(tmp_path / "glove.txt", WORDS, header=False)
     assert_matches_words(load_word_vectors({"type": "word2vec-text", "path": str(path), "no_header": True}))
 
 
 def test_word2vec_binary_and_keyedvectors(tmp_path):
-    kv = load_word_vectors({"type": "word2vec-text", "path": str(write_w2v_text(tmp_path / "v.txt"))})
+    kv = load_word_vectors({"type": "word2vec-text", "path": str(write_word2vec_text(tmp_path / "v.txt", WORDS))})
     kv.save_word2vec_format(str(tmp_path / "v.bin"), binary=True)
     kv.save(str(tmp_path / "v.kv"))
     assert_matches_words(load_word_vectors({"type": "word2vec-binary", "path": str(tmp_path / "v.bin")}))
@@ -112,7 +106,7 @@ def test_validate_spec_returns_copy():
 
 
 def test_fingerprint_follows_content_not_path_or_mtime(tmp_path):
-    path = write_w2v_text(tmp_path / "v.txt")
+    path = write_word2vec_text(tmp_path / "v.txt", WORDS)
     spec = {"type": "word2vec-text", "path": str(path)}
     before = source_fingerprint(spec)
     assert before == source_fingerprint(spec)

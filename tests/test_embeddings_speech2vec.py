@@ -94,7 +94,7 @@ def test_training_writes_type_and_occurrence_vectors(corpus, tmp_path):
 def test_neighbours_stay_within_window_and_talk(corpus, tmp_path):
     acoustic, prepared, train, _ = corpus
     talks = tmp_path / "talks.tsv"
-    from audio.stage import TALK_COLUMNS
+    from corpus.talks_table import TALK_COLUMNS
 
     rows = ["\t".join(TALK_COLUMNS)]
     for talk, (first, count) in enumerate(((0, 100), (100, len(train) - 100))):

@@ -9,10 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embeddings.cache import SPEECH_JSON, build_feature_cache, load_split, read_manifest
+from embeddings.cache import build_feature_cache
 from embeddings.sources import SourceSpecError
 from embeddings.speech_sources import SpeechVectors, combine_vectors, validate_speech_spec
-from tests.test_embeddings_cache import SPLITS, VECTORS, write_split, write_vectors
+from embeddings.store import SPEECH_JSON, load_split, read_manifest
+from tests.helpers import write_word2vec_text
+from tests.test_embeddings_cache import SPLITS, VECTORS, write_split
 
 SPEECH = {"the": [1.0, 0.0, 0.0, 0.0], "cat": [0.0, 2.0, 0.0, 0.0], "mat": [0.0, 0.0, 3.0, 0.0]}
 
@@ -22,8 +24,8 @@ def setup(tmp_path):
     prepared = tmp_path / "prepared"
     for split, rows in SPLITS.items():
         write_split(prepared / f"{split}.tsv", rows)
-    word = {"type": "word2vec-text", "path": str(write_vectors(tmp_path / "word.txt"))}
-    speech = {"type": "word2vec-text", "path": str(write_vectors(tmp_path / "speech.txt", SPEECH))}
+    word = {"type": "word2vec-text", "path": str(write_word2vec_text(tmp_path / "word.txt", VECTORS))}
+    speech = {"type": "word2vec-text", "path": str(write_word2vec_text(tmp_path / "speech.txt", SPEECH))}
     return prepared, word, speech, tmp_path
 
 
@@ -77,7 +79,7 @@ def test_changed_speech_vectors_rebuild_the_cache(setup):
     first = build_feature_cache(prepared, tmp / "f", word_source=word, oov="zero", speech_source=speech)
     again = build_feature_cache(prepared, tmp / "f", word_source=word, oov="zero", speech_source=speech)
     assert first.rebuilt and not again.rebuilt
-    write_vectors(Path(speech["path"]), {**SPEECH, "the": [9.0, 9.0, 9.0, 9.0]})  # same path, new content
+    write_word2vec_text(Path(speech["path"]), {**SPEECH, "the": [9.0, 9.0, 9.0, 9.0]})  # same path, new content
     rebuilt = build_feature_cache(prepared, tmp / "f", word_source=word, oov="zero", speech_source=speech)
     assert rebuilt.rebuilt
     np.testing.assert_allclose(load_split(rebuilt.root, "train").vectors[0], np.add(VECTORS["the"], 9.0))

@@ -12,12 +12,15 @@ import torch
 
 from embeddings.cache import build_feature_cache
 from punctuation.evaluation import evaluate_model
-from punctuation.iwslt import read_iwslt
+from corpus.iwslt import read_iwslt
 from punctuation.prepare import prepare_data
 from punctuation.training import train_model
-from tests.corpus import SPLIT_FILES, TINY_MODEL, TINY_TRAIN, write_corpus
+from tests.fixture_corpus import SPLIT_FILES, TINY_MODEL, TINY_TRAIN, write_corpus
 
 REPO = Path(__file__).resolve().parents[1]
+#: Every test shares the module's prepared, cached and trained tiny corpus, and most start `punctuate` or the
+#: scorer as subprocesses: the whole module is slow.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -70,14 +73,14 @@ def run_punctuate(model_dir: Path, *args: str, stdin: str = "") -> subprocess.Co
 def test_punctuate_text_and_iwslt_output(trained, tmp_path):
     text = "The river stone well the story done the man right the world however the city finished " * 40
     source = tmp_path / "input.txt"
-    source.write_text(text.upper())  # casing is stripped first
+    source.write_text(text.upper())  # the model reads lower case; the user's capitals come back as given
     result = run_punctuate(trained["model"], str(source), "-o", str(tmp_path / "out.txt"))
     assert result.returncode == 0, result.stderr
     output = (tmp_path / "out.txt").read_text()
-    assert output[0].isupper() and "done." in output and "finished." in output
-    # nothing is lost: the same words come back, in order, whatever the length (here 640 words)
-    words = [w.strip(".,?").lower() for w in output.split()]
-    assert words == text.lower().split()
+    assert output[0].isupper() and "DONE." in output and "FINISHED." in output
+    # nothing is lost: the same words come back, in order and case, whatever the length (here 640 words)
+    words = [w.strip(".,?") for w in output.split()]
+    assert words == text.upper().split()
 
     iwslt = run_punctuate(trained["model"], "--format", "iwslt", stdin=text)
     lines = iwslt.stdout.splitlines()
@@ -125,7 +128,8 @@ def test_report_stage_takes_each_experiment_from_the_first_folder_that_has_it(tr
         (tmp_path / f"artifacts_{folder}" / name / "model").symlink_to(trained["model"])
     experiment = {"model": TINY_MODEL}
     params = {"profile": "tiny", "experiments": ["base"], "report": {"example_split": "ref", "example_after_token": 0},
-              "profiles": {"tiny": {"train": TINY_TRAIN, "experiments": {"base": experiment, "ablation": experiment}}}}
+              "train": TINY_TRAIN, "experiment_defs": {"base": experiment, "ablation": experiment},
+              "profiles": {"tiny": {}}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     out = tmp_path / "reports" / "ablations.md"
     args = ["--params", str(tmp_path / "params.yaml"), "--experiments", "base", "ablation",

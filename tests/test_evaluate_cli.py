@@ -101,3 +101,32 @@ def test_missing_file_exits_2(files, tmp_path):
     result = _run(ref, tmp_path / "nope.txt")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "nope.txt" in result.stderr
+
+
+def test_two_empty_files_exit_2_naming_the_reference(tmp_path):
+    ref, hyp = tmp_path / "ref.txt", tmp_path / "hyp.txt"
+    ref.write_bytes(b"")
+    hyp.write_bytes(b"")
+    result = _run(ref, hyp)
+    assert result.returncode == 2 and result.stdout == ""
+    assert "Traceback" not in result.stderr and f"{ref}: the reference file holds no tokens" in result.stderr
+
+
+def test_empty_prediction_exits_2_naming_it(files, tmp_path):
+    ref, _ = files
+    hyp = tmp_path / "empty.txt"
+    hyp.write_bytes(b"\r\n")
+    result = _run(ref, hyp)
+    assert result.returncode == 2 and f"{hyp}: the prediction file holds no tokens" in result.stderr
+
+
+DEV2012 = REPO_ROOT / ".." / "shared" / "data" / "iwslt2011" / "dev2012"
+
+
+@pytest.mark.skipif(not DEV2012.is_file(), reason=f"shared data not found at {DEV2012}")
+def test_the_benchmark_dev_set_scores_against_itself():
+    """dev2012 has empty-word lines (line 69615: '\\tCOMMA'); they are slots, as in the reference scorer."""
+    result = _run(DEV2012, DEV2012)
+    assert result.returncode == 0, result.stderr
+    scores = _check_scores(result.stdout)
+    assert scores["OVERALL"]["f1"] == 1.0 and scores["SER"] == 0.0

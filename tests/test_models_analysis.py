@@ -1,4 +1,4 @@
-"""Word cancellation scores and the analysis figures (word cancellation bars, per-layer attention maps)."""
+"""Word cancellation scores and attention matrices (their figures: tests/test_plots.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ import pytest
 import torch
 
 from models import build_model
-from models.analysis import plot_attention_maps, plot_word_cancellation, word_cancellation_scores
+from models.analysis import attention_matrix, word_cancellation_scores
 from models.registry import PunctuationModel
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 WORDS = ["so", "we", "went", "home", "and", "then", "what", "happened"]
-
 
 
 class PositionWise(PunctuationModel):
@@ -69,28 +67,24 @@ def test_batched_and_unbatched_rows_agree_and_bad_targets_are_refused():
         word_cancellation_scores(model, row, 8)
 
 
-def _is_png(path):
-    data = path.read_bytes()
-    return len(data) > 1000 and data.startswith(PNG_MAGIC)
+def test_attention_matrix_averages_heads_and_crops_to_the_sentence():
+    heads = torch.stack([torch.eye(10), torch.ones(10, 10) / 10])  # (H, T, T)
+    matrix = attention_matrix(heads, 8)
+    assert matrix.shape == (8, 8) and matrix.dtype == np.float64
+    assert np.allclose(matrix, (np.eye(10) + 0.1)[:8, :8] / 2)
+    assert np.array_equal(attention_matrix(heads.unsqueeze(0), 8), matrix)  # (1, H, T, T): one row's maps
+    assert np.array_equal(attention_matrix(np.eye(10), 3), np.eye(3))
+    with pytest.raises(ValueError, match="one row"):
+        attention_matrix(torch.zeros(2, 3, 10, 10), 8)
+    with pytest.raises(ValueError, match="must be"):
+        attention_matrix(np.zeros(10), 8)
 
 
-def test_plot_word_cancellation_writes_png(tmp_path):
-    deltas = np.array([0.01, -0.2, 0.05, -0.4, 0.0, 0.1, -0.05, 0.02])
-    out = plot_word_cancellation(WORDS, deltas, 3, tmp_path / "figs" / "cancel.png")
-    assert out == tmp_path / "figs" / "cancel.png" and _is_png(out)
-    with pytest.raises(ValueError, match="scores"):
-        plot_word_cancellation(WORDS, deltas[:3], 3, tmp_path / "bad.png")
-
-
-def test_plot_attention_maps_from_drnn_lwma(tmp_path):
+def test_drnn_lwma_attention_maps_give_one_matrix_per_layer():
     torch.manual_seed(0)
     model = build_model({"name": "drnn_lwma", "hidden": 8, "layers": 3, "heads": 3, "layerwise": True,
                          "dropout": 0.0}, num_labels=4, vector_dim=6, vocab_size=20).eval()
-    row = make_row()
-    batch = {k: v.unsqueeze(0) for k, v in row.items() if isinstance(v, torch.Tensor)}
-    maps = {name: weights[0] for name, weights in model.attention_maps(batch).items()}  # (H, T, T) each
-    maps["single head (T, T)"] = np.eye(10)
-    out = plot_attention_maps(WORDS, maps, tmp_path / "attention.png")
-    assert _is_png(out)
-    with pytest.raises(ValueError, match="no attention maps"):
-        plot_attention_maps(WORDS, {}, tmp_path / "none.png")
+    batch = {k: v.unsqueeze(0) for k, v in make_row().items() if isinstance(v, torch.Tensor)}
+    maps = {name: attention_matrix(weights[0], len(WORDS)) for name, weights in model.attention_maps(batch).items()}
+    assert len(maps) == 3 and all(m.shape == (8, 8) for m in maps.values())
+    assert all(np.allclose(m.sum(axis=1), 1.0, atol=1e-5) for m in maps.values())  # real keys hold all weight

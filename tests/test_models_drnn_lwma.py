@@ -5,21 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers import context_rule_batch, overfit_accuracy
+from tests.helpers import context_rule_batch, overfit_accuracy, padded_batch, scramble_padding
 
 from models import MODEL_REGISTRY, build_model
 
 
-
 SMALL = {"name": "drnn_lwma", "hidden": 8, "layers": 2, "heads": 2, "layerwise": True, "dropout": 0.0}
-
-
-def make_batch(batch_size=3, length=9, dim=50, short=6, seed=1):
-    torch.manual_seed(seed)
-    mask = torch.ones(batch_size, length, dtype=torch.bool)
-    mask[-1, short:] = False
-    return {"vectors": torch.randn(batch_size, length, dim), "ids": torch.randint(2, 20, (batch_size, length)),
-            "mask": mask, "labels": torch.randint(0, 4, (batch_size, length))}
 
 
 def test_registered_and_refuses_missing_params():
@@ -33,7 +24,7 @@ def test_registered_and_refuses_missing_params():
 def test_shapes_loss_backward(vector_dim):
     torch.manual_seed(0)
     model = build_model({**SMALL, "dropout": 0.5}, num_labels=4, vector_dim=vector_dim, vocab_size=20)
-    batch = make_batch(dim=vector_dim)
+    batch = padded_batch(dim=vector_dim)
     assert model(batch).shape == (3, 9, 4)
     loss = model.loss(batch, label_smoothing=0.1)
     loss.backward()
@@ -49,7 +40,7 @@ def test_layers_by_heads_grid(layers, heads):
                         vocab_size=20).eval()
     width = 16  # 2 * hidden
     assert model.attention_dim % heads == 0 and width <= model.attention_dim < width + heads
-    batch = make_batch(batch_size=2, length=5, dim=6, short=3)
+    batch = padded_batch(batch_size=2, length=5, dim=6, short=3)
     assert model(batch).shape == (2, 5, 4)
     maps = model.attention_maps(batch)
     assert list(maps) == [f"layer{i}" for i in range(1, layers + 1)]
@@ -74,7 +65,7 @@ def test_layerwise_versus_top_layer_only():
     # classifier reads [query; one context per attended layer]
     assert layerwise.classifier.linear.in_features == 4 * layerwise.attention_dim
     assert top.classifier.linear.in_features == 2 * top.attention_dim
-    batch = make_batch(dim=6)
+    batch = padded_batch(dim=6)
     assert list(layerwise.attention_maps(batch)) == ["layer1", "layer2", "layer3"]
     assert list(top.attention_maps(batch)) == ["layer3"]
 
@@ -82,7 +73,7 @@ def test_layerwise_versus_top_layer_only():
 def test_attention_rows_sum_to_one_over_real_keys():
     torch.manual_seed(0)
     model = build_model({**SMALL, "layers": 3, "heads": 3}, num_labels=4, vector_dim=50, vocab_size=20).eval()
-    batch = make_batch()
+    batch = padded_batch()
     mask = batch["mask"]
     for weights in model.attention_maps(batch).values():
         assert (weights.masked_select(~mask[:, None, None, :].expand_as(weights)) == 0).all()
@@ -96,13 +87,10 @@ def test_padding_does_not_leak(layerwise):
     torch.manual_seed(0)
     model = build_model({**SMALL, "heads": 5, "layerwise": layerwise, "dropout": 0.5}, num_labels=4,
                         vector_dim=50, vocab_size=20).eval()
-    batch = make_batch()
+    batch = padded_batch()
     mask = batch["mask"]
     logits = model(batch)
-    changed = dict(batch, vectors=batch["vectors"].clone(), ids=batch["ids"].clone())
-    changed["vectors"][~mask] = 100.0
-    changed["ids"][~mask] = 7
-    assert torch.allclose(model(changed)[mask], logits[mask], atol=1e-5)
+    assert torch.allclose(model(scramble_padding(batch))[mask], logits[mask], atol=1e-5)
 
 
 def test_overfits_a_context_rule():

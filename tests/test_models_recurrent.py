@@ -5,22 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers import context_rule_batch, overfit_accuracy
+from tests.helpers import context_rule_batch, overfit_accuracy, padded_batch, scramble_padding
 
 from models import build_model
 
 
-
 def config(name, **changes):
     return {"name": name, "hidden": 8, "layers": 2, "dropout": 0.0, **changes}
-
-
-def make_batch(batch_size=3, length=9, dim=50, short=6, seed=1):
-    torch.manual_seed(seed)
-    mask = torch.ones(batch_size, length, dtype=torch.bool)
-    mask[-1, short:] = False
-    return {"vectors": torch.randn(batch_size, length, dim), "ids": torch.randint(2, 20, (batch_size, length)),
-            "mask": mask, "labels": torch.randint(0, 4, (batch_size, length))}
 
 
 @pytest.mark.parametrize("name", ["lstm", "blstm"])
@@ -28,7 +19,7 @@ def make_batch(batch_size=3, length=9, dim=50, short=6, seed=1):
 def test_shapes_loss_backward(name, vector_dim):
     torch.manual_seed(0)
     model = build_model(config(name, dropout=0.3), num_labels=4, vector_dim=vector_dim, vocab_size=20)
-    batch = make_batch(dim=vector_dim)
+    batch = padded_batch(dim=vector_dim)
     assert model(batch).shape == (3, 9, 4)
     loss = model.loss(batch)
     loss.backward()
@@ -40,20 +31,17 @@ def test_shapes_loss_backward(name, vector_dim):
 def test_padding_does_not_leak(name):
     torch.manual_seed(0)
     model = build_model(config(name, dropout=0.5), num_labels=4, vector_dim=50, vocab_size=20).eval()
-    batch = make_batch()
+    batch = padded_batch()
     mask = batch["mask"]
     logits = model(batch)
-    changed = dict(batch, vectors=batch["vectors"].clone(), ids=batch["ids"].clone())
-    changed["vectors"][~mask] = 100.0
-    changed["ids"][~mask] = 7
-    assert torch.allclose(model(changed)[mask], logits[mask], atol=1e-5)
+    assert torch.allclose(model(scramble_padding(batch))[mask], logits[mask], atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["lstm", "blstm"])
 def test_only_the_bidirectional_model_sees_later_words(name):
     torch.manual_seed(0)
     model = build_model(config(name), num_labels=4, vector_dim=50, vocab_size=20).eval()
-    batch = make_batch()
+    batch = padded_batch()
     later = dict(batch, vectors=batch["vectors"].clone())
     later["vectors"][:, 5:] += 1.0
     unchanged = torch.allclose(model(later)[:, :5], model(batch)[:, :5], atol=1e-6)

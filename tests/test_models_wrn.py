@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers import context_rule_batch, overfit_accuracy
+from tests.helpers import context_rule_batch, overfit_accuracy, padded_batch, scramble_padding
 
 from models import build_model
 from models.encoders import ConvBlock1d, MaskedConv1d, WideResidualBlock1d
-
 
 
 CONFIGS = {
@@ -19,27 +18,12 @@ CONFIGS = {
 }
 
 
-def make_batch(batch_size=3, length=9, dim=50, short=6, seed=1):
-    torch.manual_seed(seed)
-    mask = torch.ones(batch_size, length, dtype=torch.bool)
-    mask[-1, short:] = False
-    return {"vectors": torch.randn(batch_size, length, dim), "ids": torch.randint(2, 20, (batch_size, length)),
-            "mask": mask, "labels": torch.randint(0, 4, (batch_size, length))}
-
-
-def scramble_padding(batch):
-    changed = dict(batch, vectors=batch["vectors"].clone(), ids=batch["ids"].clone())
-    changed["vectors"][~batch["mask"]] = 100.0
-    changed["ids"][~batch["mask"]] = 7
-    return changed
-
-
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 @pytest.mark.parametrize("vector_dim", [50, 0])
 def test_shapes_loss_backward(name, vector_dim):
     torch.manual_seed(0)
     model = build_model({**CONFIGS[name], "dropout": 0.3}, num_labels=4, vector_dim=vector_dim, vocab_size=20)
-    batch = make_batch(dim=vector_dim)
+    batch = padded_batch(dim=vector_dim)
     assert model(batch).shape == (3, 9, 4)
     loss = model.loss(batch)
     loss.backward()
@@ -51,7 +35,7 @@ def test_shapes_loss_backward(name, vector_dim):
 def test_padding_does_not_leak_in_eval_or_train(name):
     torch.manual_seed(0)
     model = build_model(CONFIGS[name], num_labels=4, vector_dim=50, vocab_size=20)
-    batch = make_batch()
+    batch = padded_batch()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for _ in range(3):  # non-trivial BatchNorm running statistics
         optimizer.zero_grad()

@@ -1,10 +1,15 @@
-"""Report figures are written as non-empty PNG files (Agg backend, no display)."""
+"""Report and analysis figures are written as non-empty PNG files (Agg backend, no display)."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pytest
+import torch
 
-from punctuation.plots import plot_confusion_matrix, plot_learning_curves, read_history
+from models import build_model
+from punctuation.analysis_plots import plot_attention_maps, plot_word_cancellation
+from punctuation.plots import plot_confusion_matrix, plot_dev_f1_curves, plot_learning_curves, read_history
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -54,11 +59,6 @@ def test_learning_curves_without_dev_rows(tmp_path):
 
 
 def test_dev_f1_curves_of_several_runs_in_one_png(tmp_path):
-    import matplotlib.pyplot as plt
-    import pytest
-
-    from punctuation.plots import plot_dev_f1_curves
-
     first, second = tmp_path / "a.csv", tmp_path / "b.csv"
     first.write_text(HISTORY, encoding="utf-8")
     second.write_text(HISTORY.replace("0.55", "0.60"), encoding="utf-8")
@@ -75,3 +75,29 @@ def test_dev_f1_curves_of_several_runs_in_one_png(tmp_path):
     assert drawn == [([30.0, 50.0], [41.0, 55.00000000000001], "word"), ([30.0, 50.0], [41.0, 60.0], "word+speech")]
     with pytest.raises(ValueError, match="no histories"):
         plot_dev_f1_curves({}, tmp_path / "none.png")
+
+
+WORDS = ["so", "we", "went", "home", "and", "then", "what", "happened"]
+
+
+def test_plot_word_cancellation_writes_png(tmp_path):
+    deltas = np.array([0.01, -0.2, 0.05, -0.4, 0.0, 0.1, -0.05, 0.02])
+    out = plot_word_cancellation(WORDS, deltas, 3, tmp_path / "figs" / "cancel.png")
+    assert out == tmp_path / "figs" / "cancel.png" and _is_png(out)
+    with pytest.raises(ValueError, match="scores"):
+        plot_word_cancellation(WORDS, deltas[:3], 3, tmp_path / "bad.png")
+
+
+def test_plot_attention_maps_from_drnn_lwma(tmp_path):
+    torch.manual_seed(0)
+    model = build_model({"name": "drnn_lwma", "hidden": 8, "layers": 3, "heads": 3, "layerwise": True,
+                         "dropout": 0.0}, num_labels=4, vector_dim=6, vocab_size=20).eval()
+    mask = torch.zeros(1, 10, dtype=torch.bool)
+    mask[0, :8] = True
+    batch = {"vectors": torch.randn(1, 10, 6), "ids": torch.randint(2, 20, (1, 10)), "mask": mask}
+    maps = {name: weights[0] for name, weights in model.attention_maps(batch).items()}  # (H, T, T) each
+    maps["single head (T, T)"] = np.eye(10)
+    out = plot_attention_maps(WORDS, maps, tmp_path / "attention.png")
+    assert _is_png(out)
+    with pytest.raises(ValueError, match="no attention maps"):
+        plot_attention_maps(WORDS, {}, tmp_path / "none.png")

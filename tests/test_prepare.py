@@ -10,16 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from corpus.iwslt import read_iwslt
+from corpus.text import normalize_transcript
 from pipeline.prepare import main as prepare_main
-from punctuation.iwslt import read_iwslt
-from punctuation.prepare import (
-    PUBLISHED_TRAIN_DISTRIBUTION,
-    TedTalksFormatError,
-    prepare_data,
-    read_ted_talks,
-    report_markdown,
-)
-from punctuation.text import normalize_transcript
+from punctuation.prepare import PUBLISHED_TRAIN_DISTRIBUTION, TedTalksFormatError, prepare_data, read_ted_talks
+from punctuation.prepare_report import report_markdown
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 IWSLT_DIR = SHARED_DATA / "iwslt2011"
@@ -208,8 +203,9 @@ def test_stage_wrapper(tmp_path, fake_data, capsys):
             "overlap_ngram": 4,
             "overlap_min_shared_fraction": 0.2,
             "seed": 7,
+            "train_tokens": 900,
         },
-        "profiles": {"tiny": {"data": {"train_tokens": 300}}, "big": {"data": {"train_tokens": 900}}},
+        "profiles": {"tiny": {"data": {"train_tokens": 300}}, "big": {}},
     }
     params_path = tmp_path / "params.yaml"
     params_path.write_text(yaml.safe_dump(params), encoding="utf-8")

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from punctuation.labels import LABELS, PUNCTUATION_CLASSES
+from corpus.iwslt import IwsltFormatError, read_iwslt, write_iwslt
+from corpus.labels import LABELS, PUNCTUATION_CLASSES
 from punctuation.scoring import (
+    EmptyFileError,
     SlotCounts,
     TokenMismatchError,
     confusion_matrix,
@@ -17,8 +21,11 @@ from punctuation.scoring import (
     format_table,
     score_details,
     score_files,
+    score_files_details,
     score_labels,
 )
+
+IWSLT_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "iwslt2011"
 
 O, C, P, Q = "O", "COMMA", "PERIOD", "QUESTION"
 
@@ -285,3 +292,83 @@ def test_score_files_count_mismatch(tmp_path):
     err = info.value
     assert (err.index, err.reference_line, err.prediction_line) == (2, 3, None)
     assert "token counts differ" in str(err) and f"{ref}:3" in str(err)
+
+
+# ----------------------------------------------------------------------------- empty words and empty files
+# dev2012 as distributed has ten lines with an empty word ("\tCOMMA"); the reference scorer compares line by
+# line, so such a line is a slot like any other.
+
+
+def test_empty_word_lines_are_slots(tmp_path):
+    rows = ["diver\tO", "1\tO", "\tCOMMA", "what\tO", "kind\tQUESTION"]
+    ref = _write(tmp_path / "ref.txt", rows, "\r\n")
+    hyp = _write(tmp_path / "hyp.txt", ["diver\tO", "1\tO", "\tO", "what\tO", "kind\tQUESTION"])
+    details = score_files_details(ref, hyp)
+    assert details["counts"]["reference_marks"] == 2 and details["counts"]["deletions"] == 1
+    assert score_files(ref, ref)["OVERALL"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+
+
+def test_a_prediction_may_leave_empty_word_lines_out(tmp_path):
+    """This project's predictions come from prepared splits, which drop the empty words: each left-out
+    slot is scored as O (here a deleted COMMA)."""
+    ref = _write(tmp_path / "ref.txt", ["diver\tO", "1\tO", "\tCOMMA", "what\tO", "kind\tQUESTION", "\tPERIOD"])
+    hyp = _write(tmp_path / "hyp.txt", ["diver\tO", "1\tO", "what\tO", "kind\tQUESTION"])
+    details = score_files_details(ref, hyp)
+    counts = details["counts"]
+    assert (counts["correct"], counts["deletions"], counts["reference_marks"]) == (1, 2, 3)
+    assert sum(map(sum, details["confusion_matrix"]["matrix"])) == 6
+
+
+def test_an_empty_word_only_in_the_prediction_is_a_mismatch(tmp_path):
+    ref = _write(tmp_path / "ref.txt", ["a\tO", "b\tCOMMA", "c\tPERIOD"])
+    hyp = _write(tmp_path / "hyp.txt", ["a\tO", "\tCOMMA", "b\tCOMMA", "c\tPERIOD"])
+    with pytest.raises(TokenMismatchError) as info:
+        score_files(ref, hyp)
+    err = info.value
+    assert (err.reference_line, err.prediction_line) == (2, 2)
+    assert (err.reference_word, err.prediction_word) == ("b", "")
+
+
+def test_an_empty_word_line_with_an_unknown_label_names_the_line(tmp_path):
+    ref = _write(tmp_path / "ref.txt", ["a\tO", "\tBANG", "c\tPERIOD"])
+    with pytest.raises(IwsltFormatError) as info:
+        score_files(ref, ref)
+    assert str(info.value).startswith(f"{ref}:2: unknown label 'BANG'")
+
+
+@pytest.mark.parametrize(
+    ("reference", "prediction", "empty"),
+    [("", "", "reference"), ("\r\n\n  \n", "", "reference"), ("a\tO\n", "", "prediction"),
+     ("", "a\tO\n", "reference")],
+)
+def test_a_file_without_tokens_is_an_error_naming_it(tmp_path, reference, prediction, empty):
+    ref = tmp_path / "ref.txt"
+    hyp = tmp_path / "hyp.txt"
+    ref.write_text(reference, encoding="utf-8")
+    hyp.write_text(prediction, encoding="utf-8")
+    with pytest.raises(EmptyFileError) as info:
+        score_files(ref, hyp)
+    path = ref if empty == "reference" else hyp
+    assert str(info.value) == f"{path}: the {empty} file holds no tokens; nothing to score"
+    assert isinstance(info.value, IwsltFormatError)
+
+
+def test_other_format_errors_still_name_file_and_line(tmp_path):
+    ref = _write(tmp_path / "ref.txt", ["a\tO", "b O", "c\tPERIOD"])
+    with pytest.raises(IwsltFormatError, match=rf"{re.escape(str(ref))}:2: no tab"):
+        score_files(ref, ref)
+
+
+@pytest.mark.skipif(not (IWSLT_DIR / "dev2012").is_file(), reason=f"shared data not found at {IWSLT_DIR}")
+def test_the_benchmark_files_score_against_themselves():
+    for name in ("dev2012", "test2011", "test2011asr"):
+        scores = score_files(IWSLT_DIR / name, IWSLT_DIR / name)
+        assert scores["OVERALL"]["f1"] == 1.0 and scores["SER"] == 0.0, name
+
+
+@pytest.mark.skipif(not (IWSLT_DIR / "dev2012").is_file(), reason=f"shared data not found at {IWSLT_DIR}")
+def test_dev2012_against_a_prediction_without_its_empty_words(tmp_path):
+    dev = read_iwslt(IWSLT_DIR / "dev2012", skip_empty_words=True)
+    prediction = write_iwslt(tmp_path / "dev2012.tsv", dev.words, dev.labels)
+    counts = score_files_details(IWSLT_DIR / "dev2012", prediction)["counts"]
+    assert counts["deletions"] == 10 and counts["substitutions"] == counts["insertions"] == 0

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from punctuation.training import epoch_plan, train_model, transformer_schedule
-from tests.corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
+from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
 
 TRAIN = {**TINY_TRAIN, "epochs": 2, "eval_every_steps": 8}
 
@@ -23,6 +23,7 @@ def weights(model_dir):
     return torch.load(model_dir / "model.pt", weights_only=True)
 
 
+@pytest.mark.slow  # two whole training runs and a resumed one
 def test_interrupted_training_resumes_to_the_same_model(features, tmp_path):
     straight = train_model(features, tmp_path / "a", tmp_path / "a_state", model_config=TINY_MODEL,
                            train_config=TRAIN, window=30, stride=15)
@@ -77,6 +78,7 @@ def test_epoch_plans_are_seeded_and_cover_the_data_once():
     assert [list(b) for b in plan] != [list(b) for b in epoch_plan(10_000, 100, 32, seed=1, epoch=1)]
 
 
+@pytest.mark.slow  # FF2 with its pretrained MiniLM stream
 def test_a_model_that_reads_words_trains_and_punctuates_through_the_same_loop(features, tmp_path):
     """FF2 tokenises the words itself: the loop, the evaluation and `punctuate` must hand it the words."""
     from punctuation.inference import Punctuator

@@ -1,4 +1,4 @@
-"""Reading and writing the benchmark's ``word<TAB>LABEL`` files (``punctuation.iwslt``)."""
+"""Reading and writing the benchmark's ``word<TAB>LABEL`` files (``corpus.iwslt``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from punctuation.iwslt import IwsltFormatError, LabelledTokens, read_iwslt, write_iwslt
+from corpus.iwslt import IwsltFormatError, LabelledTokens, read_iwslt, write_iwslt
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 IWSLT_DIR = SHARED_DATA / "iwslt2011"

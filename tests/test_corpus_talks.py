@@ -1,4 +1,4 @@
-"""Talk segmentation of the benchmark splits (audio/talks.py)."""
+"""Talk segmentation of the benchmark splits (corpus/talks.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from audio.talks import (
+from corpus.talks import (
     TalkSegmentationError,
     check_cover,
     pseudo_talks,
@@ -14,7 +14,7 @@ from audio.talks import (
     test_talks,
     train_talks,
 )
-from punctuation.iwslt import write_iwslt
+from corpus.iwslt import write_iwslt
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 IWSLT = SHARED / "iwslt2011"

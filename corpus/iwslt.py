@@ -1,6 +1,6 @@
 """Reading and writing the IWSLT2011 benchmark format: one ``word<TAB>LABEL`` per line.
 
-``LABEL`` is one of :data:`punctuation.labels.LABELS` and names the mark that follows the word. The files as
+``LABEL`` is one of :data:`corpus.labels.LABELS` and names the mark that follows the word. The files as
 distributed have CRLF line ends and a few bytes that are not valid UTF-8 (music notes mangled into
 ``b'\\xe2\\x99?'``); :func:`read_iwslt` survives both and records which lines had bytes replaced. Files this
 project writes (:func:`write_iwslt`) are UTF-8 with LF line ends.
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from punctuation.labels import LABEL_TO_ID
+from corpus.labels import LABEL_TO_ID
 
 __all__ = ["IwsltFormatError", "LabelledTokens", "read_iwslt", "write_iwslt"]
 

@@ -3,8 +3,8 @@
 A thin adapter over :func:`audio.synthesis.synthesize_talk`, the project's one implementation of speech
 synthesis with engine word timings (the pipeline's synthesis stage uses it too):
 
-* the text is cut into benchmark tokens and labels by :func:`punctuation.text.normalize_transcript` (the
-  tokens are exactly :func:`punctuation.text.tokenize_for_inference`'s, so they are what an aligner is given);
+* the text is cut into benchmark tokens and labels by :func:`corpus.text.normalize_transcript` (the
+  tokens are exactly :func:`corpus.text.tokenize_for_inference`'s, so they are what an aligner is given);
 * the tokens are spoken punctuated (marks and sentence capitals reach the engine, so it makes its own pauses)
   by the flite library (voice ``slt`` unless told otherwise) into a 16 kHz mono WAV, sentence-sized chunks
   joined at exact sample offsets (see :mod:`audio.synthesis`); a ``<stem>.timings.tsv`` is written beside it;
@@ -22,7 +22,10 @@ from pathlib import Path
 
 from aligner.evaluation import pause_flags
 from aligner.pronounce import flite_available as _flite_command_available
-from aligner.types import WordTiming
+from audio.engines import engine_available
+from audio.synthesis import synthesize_talk
+from corpus.text import normalize_transcript
+from corpus.timings import WordTiming
 
 __all__ = ["Reference", "flite_available", "synthesize"]
 
@@ -40,17 +43,12 @@ class Reference:
 
 def flite_available(command: str | None = "flite") -> bool:
     """Whether flite can synthesise here (its library) and the aligner can use its command for pronunciations."""
-    from audio.synthesis import engine_available
-
     return _flite_command_available(command) and engine_available("flite")
 
 
 def synthesize(text: str, wav_path: str | os.PathLike, *, voice: str = "slt", engine: str = "flite",
                rate: float = 1.0, pitch: float = 1.0) -> Reference:
     """Speak ``text`` into ``wav_path`` (16 kHz mono); the reference timings of its benchmark tokens."""
-    from audio.synthesis import synthesize_talk
-    from punctuation.text import normalize_transcript
-
     words, labels = normalize_transcript(text)
     if not words:
         raise ValueError("nothing to synthesise: the text has no words")

@@ -69,7 +69,7 @@ Tokens
 
 Marks -> labels
 ---------------
-A mark is the label of the word before it (labels of :mod:`punctuation.labels`):
+A mark is the label of the word before it (labels of :mod:`corpus.labels`):
 
 =====================================================  ==========
 mark                                                   label
@@ -98,7 +98,7 @@ from __future__ import annotations
 import html
 import re
 
-from punctuation.labels import NO_MARK
+from corpus.labels import NO_MARK
 
 __all__ = [
     "MARK_LABELS",

@@ -8,7 +8,7 @@ split's token sequence.
 ``test2011`` (Ref) and ``test2011asr`` (ASR): :func:`segment_talks` / :func:`test_talks`
     Their sources, ``IWSLT12.TED.MT.tst2011.en-fr.en.xml`` and
     ``IWSLT12.TED.SLT.tst2011.en-fr.en.system0.comma.xml``, hold the 8 talks as ``<doc docid="...">`` with
-    ``<seg>`` lines. Each document is normalised with :func:`punctuation.text.normalize_transcript` (the
+    ``<seg>`` lines. Each document is normalised with :func:`corpus.text.normalize_transcript` (the
     function that reproduces ``test2011`` at 99.96 %); the documents, put in the order in which they occur in
     the split (median position of their 6-grams that occur once in the split), are concatenated and aligned
     with the split's tokens by :class:`difflib.SequenceMatcher` (``autojunk=False``). A split token inside a
@@ -47,9 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from punctuation.iwslt import read_iwslt
-from punctuation.labels import SENTENCE_END_LABELS
-from punctuation.text import normalize_transcript
+from corpus.iwslt import read_iwslt
+from corpus.labels import SENTENCE_END_LABELS
+from corpus.text import normalize_transcript
 
 __all__ = [
     "Talk",

@@ -1,4 +1,4 @@
-"""TED transcript normalisation (``punctuation.text``), and its agreement with the benchmark's own tokens."""
+"""TED transcript normalisation (``corpus.text``), and its agreement with the benchmark's own tokens."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from punctuation.iwslt import read_iwslt
-from punctuation.labels import LABELS
-from punctuation.text import clean_text, normalize_transcript, tokenize_for_inference
+from corpus.iwslt import read_iwslt
+from corpus.labels import LABELS
+from corpus.text import clean_text, normalize_transcript, tokenize_for_inference
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 IWSLT_DIR = SHARED_DATA / "iwslt2011"

@@ -34,7 +34,7 @@ def talk_text(seed: int, sentences: int) -> str:
 
 def write_corpus(root: Path, *, talks: int = 40, sentences_per_talk: int = 30) -> dict[str, Path]:
     """An IWSLT-style directory (CRLF files), a TED jsonl.gz and a word2vec text file under ``root``."""
-    from punctuation.text import normalize_transcript
+    from corpus.text import normalize_transcript
 
     iwslt = root / "iwslt"
     iwslt.mkdir(parents=True)

@@ -1,0 +1,70 @@
+"""The one direction of dependencies (docs/architecture.md), checked on every import in the tree.
+
+    corpus  <-  aligner, embeddings, models  <-  audio  <-  punctuation  <-  pipeline
+
+``benchmarks/``, ``scripts/`` and ``tests/`` may import anything; nothing imports them or ``pipeline/``.
+Imports are read from the source (every ``import`` statement, also inside functions), not by importing.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = {"corpus", "aligner", "embeddings", "models", "audio", "punctuation", "pipeline", "benchmarks", "scripts",
+        "tests"}
+#: package -> the packages of ours it may import (itself included)
+ALLOWED = {
+    "corpus": {"corpus"},
+    "aligner": {"corpus", "aligner"},
+    "embeddings": {"corpus", "embeddings"},
+    "models": {"corpus", "models"},
+    "audio": {"corpus", "aligner", "embeddings", "models", "audio"},
+    "punctuation": {"corpus", "aligner", "embeddings", "models", "audio", "punctuation"},
+    "pipeline": {"corpus", "aligner", "embeddings", "models", "audio", "punctuation", "pipeline"},
+    "benchmarks": OURS - {"pipeline", "scripts", "tests"} | {"benchmarks"},
+    "scripts": OURS - {"pipeline", "benchmarks", "tests"} | {"scripts"},
+    "tests": OURS,
+}
+
+
+def imported_packages(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level package) of every absolute import of ours in a source file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        found.extend((node.lineno, name.split(".")[0]) for name in names if name.split(".")[0] in OURS)
+    return found
+
+
+def layering_violations(root: Path = ROOT) -> list[str]:
+    violations = []
+    for package, allowed in ALLOWED.items():
+        for path in sorted((root / package).rglob("*.py")):
+            for line, imported in imported_packages(path):
+                if imported not in allowed:
+                    violations.append(f"{path.relative_to(root)}:{line}: {package} imports {imported}")
+    return violations
+
+
+def test_every_import_follows_the_layering():
+    assert layering_violations() == []
+
+
+def test_the_checker_sees_an_upward_import(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "bad.py").write_text("def f():\n    from punctuation.training import train_model\n")
+    assert layering_violations(tmp_path) == ["corpus/bad.py:2: corpus imports punctuation"]
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_every_package_exists(package):
+    assert (ROOT / package).is_dir()
