@@ -18,7 +18,16 @@ Synthetic test speech with reference timings lives a layer up, in :mod:`audio.re
 from aligner.output import read_alignment_table, write_alignment_table, write_textgrid, write_tsv
 from aligner.registry import DEFAULT_BACKEND, align, backend_names, get_backend, register_backend
 from aligner.timing import asr_mapping, inherit_timings, interpolate
-from aligner.types import AlignConfig, AlignmentError, AudioError, BackendUnavailable, WordTiming
+from aligner.types import (
+    MOSTLY_UNPLACED,
+    AlignConfig,
+    AlignmentError,
+    AudioError,
+    BackendUnavailable,
+    PoorAlignmentError,
+    WordTiming,
+    placement_problem,
+)
 
 __all__ = [
     "AlignConfig",
@@ -26,6 +35,8 @@ __all__ = [
     "AudioError",
     "BackendUnavailable",
     "DEFAULT_BACKEND",
+    "MOSTLY_UNPLACED",
+    "PoorAlignmentError",
     "WordTiming",
     "align",
     "asr_mapping",
@@ -33,6 +44,7 @@ __all__ = [
     "get_backend",
     "inherit_timings",
     "interpolate",
+    "placement_problem",
     "read_alignment_table",
     "register_backend",
     "write_alignment_table",

@@ -9,7 +9,8 @@ import numpy as np
 
 from aligner.types import AudioError
 
-__all__ = ["SAMPLE_RATE", "load_audio", "to_pcm16", "energy_envelope", "quietest_point", "estimate_snr"]
+__all__ = ["SAMPLE_RATE", "load_audio", "wav_truncation", "to_pcm16", "energy_envelope", "quietest_point",
+           "estimate_snr"]
 
 SAMPLE_RATE = 16000
 #: Shorter than this is "empty" (not even a few phones).
@@ -18,11 +19,47 @@ MIN_DURATION_S = 0.05
 SILENCE_PEAK = 1e-4
 
 
+def wav_truncation(path: str | os.PathLike) -> tuple[float, float] | None:
+    """``(seconds its header states, seconds the file holds)`` of a WAV file cut short; None for an intact WAV,
+    a file that is not RIFF/WAVE, or a header that leaves the size open (0 or 0xFFFFFFFF, as streaming writers do).
+
+    A WAV header states how many bytes of samples follow; a file cut short (an interrupted copy or write)
+    holds fewer. Audio readers read what is there without a word, so the missing part would go unnoticed.
+    """
+    import struct
+
+    path = Path(path)
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        head = handle.read(12)
+        if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+            return None
+        position, frame_bytes, rate = 12, 0, 0
+        while position + 8 <= size:
+            handle.seek(position)
+            chunk, length = struct.unpack("<4sI", handle.read(8))
+            if chunk == b"fmt ":
+                fmt = handle.read(min(length, 16))
+                if len(fmt) >= 14:
+                    rate = struct.unpack_from("<I", fmt, 4)[0]
+                    frame_bytes = struct.unpack_from("<H", fmt, 12)[0]
+            elif chunk == b"data":
+                if length in (0, 0xFFFFFFFF) or not (rate and frame_bytes):
+                    return None
+                present = size - (position + 8)
+                if present >= length:
+                    return None
+                return length / frame_bytes / rate, max(0, present) / frame_bytes / rate
+            position += 8 + length + (length & 1)
+    return None
+
+
 def load_audio(path: str | os.PathLike, *, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """Read ``path`` as mono float32 at ``sample_rate`` Hz (channels averaged, other rates resampled).
 
-    Raises :class:`AudioError` naming the file when it is missing, not a file, empty, unreadable or
-    corrupt, holds non-finite samples, is shorter than 50 ms, or is silent.
+    Raises :class:`AudioError` naming the file when it is missing, not a file, empty, cut short (a WAV
+    holding less than its header states: :func:`wav_truncation`), unreadable or corrupt, holds non-finite
+    samples, is shorter than 50 ms, or is silent.
     """
     import soundfile
 
@@ -33,6 +70,10 @@ def load_audio(path: str | os.PathLike, *, sample_rate: int = SAMPLE_RATE) -> np
         raise AudioError(f"audio path is not a file: {path}")
     if path.stat().st_size == 0:
         raise AudioError(f"audio file is empty (0 bytes): {path}")
+    truncated = wav_truncation(path)
+    if truncated is not None:
+        raise AudioError(f"audio file is truncated: its header states {truncated[0]:.2f} s of audio, the file holds "
+                         f"{truncated[1]:.2f} s: {path}")
     try:
         samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
     except Exception as error:  # soundfile.LibsndfileError, RuntimeError, ... for corrupt input

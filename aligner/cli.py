@@ -7,8 +7,10 @@ words are the benchmark's tokens (marks dropped, contractions split: ``don't`` -
 a TSV with the header ``word<TAB>start<TAB>end`` (seconds, 3 decimals) and one row per transcript token, in
 order; a token the aligner could not place confidently has empty start/end cells (``--estimates`` writes
 its estimated times instead). ``--textgrid`` and ``--table`` also write a Praat TextGrid and a Parquet
-table. Exit status: 0 done, 2 bad input (missing/unreadable/silent audio, missing/empty/non-UTF-8
-transcript, unknown or unavailable backend).
+table. It reports how many words were placed, with a warning when most were not (the transcript does not
+match the audio, or the header states the wrong sample rate). Exit status: 0 done, 2 bad input
+(missing/unreadable/silent/truncated audio, missing/empty/non-UTF-8 transcript, unknown or unavailable
+backend), 3 fewer words placed than ``--min-placed`` (default 0.5; the output is written all the same).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from aligner.audio import SAMPLE_RATE, load_audio
 from aligner.output import write_alignment_table, write_textgrid, write_tsv
 from aligner.registry import DEFAULT_BACKEND, align, backend_names
-from aligner.types import AlignmentError
+from aligner.types import MOSTLY_UNPLACED, AlignmentError, placement_problem
 from corpus.text import tokenize_for_inference
 
 
@@ -53,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--textgrid", help="also write a Praat TextGrid here")
     parser.add_argument("--table", help="also write a Parquet alignment table here")
     parser.add_argument("--talk", help="talk id for --table (default: the audio file's stem)")
+    parser.add_argument("--min-placed", type=float, default=MOSTLY_UNPLACED, metavar="SHARE",
+                        help="exit with status 3 when fewer than this share of the words are placed "
+                             f"(default {MOSTLY_UNPLACED}; 0 accepts any)")
     args = parser.parse_args(argv)
 
     try:
@@ -74,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     placed = sum(timing.aligned for timing in timings)
     print(f"{args.output}: {len(timings)} words, {placed} aligned, {len(timings) - placed} unaligned",
           file=sys.stderr)
+    if placed < MOSTLY_UNPLACED * len(timings):
+        print(f"warning: {placement_problem(args.audio, placed, len(timings))}", file=sys.stderr)
+    if placed < args.min_placed * len(timings):
+        print(f"error: fewer than {args.min_placed:.0%} of the words placed (--min-placed)", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -9,7 +9,7 @@ from typing import Protocol
 from aligner.mfa_backend import MfaBackend
 from aligner.pocketsphinx_backend import PocketsphinxBackend
 from aligner.timing import check_timings
-from aligner.types import AlignConfig, WordTiming
+from aligner.types import AlignConfig, PoorAlignmentError, WordTiming, placement_problem
 
 __all__ = ["Backend", "DEFAULT_BACKEND", "register_backend", "get_backend", "backend_names", "align"]
 
@@ -51,13 +51,20 @@ def align(audio_path: str | os.PathLike, words: Sequence[str], *, config: AlignC
     """Align ``words`` (benchmark tokens, in spoken order) to the audio file with the named backend.
 
     Returns one :class:`WordTiming` per word, in order (unaligned words: ``aligned=False``, see
-    :class:`WordTiming`). Raises :class:`aligner.AudioError` for unusable audio and
-    :class:`aligner.BackendUnavailable` when the backend is not installed.
+    :class:`WordTiming`). Raises :class:`aligner.AudioError` for unusable audio,
+    :class:`aligner.BackendUnavailable` when the backend is not installed, and
+    :class:`aligner.PoorAlignmentError` when ``config.min_placed_share`` is set and fewer words were placed.
     """
     chosen = get_backend(backend)  # each backend raises BackendUnavailable itself (it knows its config)
+    config = config or AlignConfig()
     words = [str(word) for word in words]
-    timings = chosen.align(audio_path, words, config=config or AlignConfig())
+    timings = chosen.align(audio_path, words, config=config)
     check_timings(words, timings)
+    placed = sum(bool(timing.aligned) for timing in timings)
+    if config.min_placed_share is not None and words and placed < config.min_placed_share * len(words):
+        raise PoorAlignmentError(placement_problem(audio_path, placed, len(words))
+                                 + f"; below min_placed_share {config.min_placed_share}", placed=placed,
+                                 total=len(words))
     return timings
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from corpus.timings import WordTiming
 
-__all__ = ["WordTiming", "AlignConfig", "AlignmentError", "AudioError", "BackendUnavailable"]
+__all__ = ["WordTiming", "AlignConfig", "AlignmentError", "AudioError", "BackendUnavailable", "PoorAlignmentError",
+           "MOSTLY_UNPLACED", "placement_problem"]
 
 
 @dataclass
@@ -19,6 +20,11 @@ class AlignConfig:
             spread over the gap between the neighbouring placed words, the audio start/end bounding a
             leading or trailing run, in proportion to each word's letters; NaN when no word of the file was
             placed) or ``"nan"``.
+        min_placed_share: :func:`aligner.align` raises :class:`PoorAlignmentError` when fewer than this share
+            of the words are placed (``aligned``); None (default) accepts any share. Most words unplaced means
+            the audio is not what the transcript says: another recording, a header stating the wrong sample
+            rate (the speech then plays at the wrong speed), or a damaged file. On the pipeline's synthetic
+            talks about 99 % of words are placed (ASR transcripts on the reference audio about 93 %).
 
     pocketsphinx
         hmm, dictionary: acoustic model directory and pronunciation dictionary; None = the en-us model and
@@ -52,6 +58,7 @@ class AlignConfig:
     """
 
     unaligned: str = "interpolate"
+    min_placed_share: float | None = None
     # pocketsphinx
     hmm: str | None = None
     dictionary: str | None = None
@@ -83,6 +90,8 @@ class AlignConfig:
             raise ValueError("window_s and max_single_pass_s must be positive")
         if self.tail_words < 0:
             raise ValueError("tail_words must be >= 0")
+        if self.min_placed_share is not None and not 0.0 <= self.min_placed_share <= 1.0:
+            raise ValueError(f"min_placed_share must be between 0 and 1 (or None), not {self.min_placed_share!r}")
 
 
 class AlignmentError(Exception):
@@ -95,3 +104,22 @@ class AudioError(AlignmentError, ValueError):
 
 class BackendUnavailable(AlignmentError, RuntimeError):
     """The backend's program or package is not installed."""
+
+
+class PoorAlignmentError(AlignmentError, ValueError):
+    """Fewer words placed than :attr:`AlignConfig.min_placed_share` asks (the message names the file)."""
+
+    def __init__(self, message: str, *, placed: int, total: int):
+        super().__init__(message)
+        self.placed, self.total = placed, total
+
+
+#: Below this share of placed words a file is reported as mostly unplaced, whatever the threshold.
+MOSTLY_UNPLACED = 0.5
+
+
+def placement_problem(audio_path: object, placed: int, total: int) -> str:
+    """Why ``placed`` of ``total`` words is too few, naming the file and the likely causes."""
+    share = placed / total if total else 0.0
+    return (f"{audio_path}: only {placed} of {total} words placed ({share:.0%}): does the transcript match the "
+            f"audio, and does the file's header state its real sample rate? (a damaged file does this too)")

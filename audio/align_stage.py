@@ -1,7 +1,11 @@
 """The ``align`` stage as a library function: forced alignment of every talk that has audio.
 
 Wrapped by ``pipeline/align.py`` (which reads the arguments from ``params.yaml``); resumable talk by talk, a
-failing talk is recorded with its error and the others carry on.
+failing talk is recorded with its error and the others carry on (the stage then exits non-zero, so that DVC
+does not record it as done). A talk fails when its audio is unusable (missing, silent, a WAV cut short of
+what its header states) and, with ``min_placed_share`` in the backend settings, when fewer of its words
+were placed (a transcript that is not the audio's, a header stating the wrong sample rate); talks where most
+words stayed unplaced are listed in the report whatever the threshold (``talks_mostly_unplaced``).
 
 :func:`align_talks` -> ``<alignments_dir>/<split>/<stem>.parquet`` (+ ``.TextGrid``, ``.json``)
     Aligns every talk with audio: its prepared tokens on its WAV with :func:`aligner.align`. A talk is skipped
@@ -23,7 +27,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aligner import AlignConfig, align, asr_mapping, inherit_timings, write_alignment_table, write_textgrid
+from aligner import (
+    MOSTLY_UNPLACED,
+    AlignConfig,
+    align,
+    asr_mapping,
+    inherit_timings,
+    write_alignment_table,
+    write_textgrid,
+)
 from aligner.evaluation import boundary_errors, pause_flags, summarise_errors
 from audio.stage_common import (ASR_SOURCES, AUDIO_SPLITS, STAGE_VERSION, error_text, progress_bar, read_alignment,
                                 read_json, read_split, sha256_file, sha256_json, tokens_digest, write_json)
@@ -181,12 +193,16 @@ def _alignment_report(
         asr_errors: dict[str, list[float]] = {"own": [], "inherited": []}
         tokens = aligned = compute = seconds = 0.0
         scored_talks = 0
+        mostly_unplaced = []
         for row in done:
             stem = talk_stem(row["talk"])
             timings, sources = read_alignment(out_dir / split / f"{stem}.parquet")
             meta = read_json(out_dir / split / f"{stem}.json") or {}
             tokens += len(timings)
-            aligned += sum(t.aligned for t in timings)
+            placed = sum(t.aligned for t in timings)
+            aligned += placed
+            if placed < MOSTLY_UNPLACED * len(timings):
+                mostly_unplaced.append({"talk": row["talk"], "placed": int(placed), "tokens": len(timings)})
             compute += float(meta.get("compute_seconds") or 0.0)
             seconds += row["duration_s"] or 0.0
             if split == "asr":
@@ -223,6 +239,7 @@ def _alignment_report(
                 {"talk": row["talk"], "error": status[(split, row["talk"])].get("error")}
                 for row in with_audio if status.get((split, row["talk"]), {}).get("status") == "failed"
             ],
+            "talks_mostly_unplaced": mostly_unplaced,
             "hours_aligned": round(seconds / 3600, 4),
             "tokens_in_aligned_talks": int(tokens),
             "tokens_aligned": int(aligned),

@@ -2,7 +2,7 @@
 
 Wrapped by ``pipeline/features.py`` (which reads the arguments from ``params.yaml`` and writes
 ``reports/audio_report.md`` with :func:`audio_report_markdown`, the audio half's report from the three
-stages' reports); resumable talk by talk, a failing talk is recorded with its error and the others carry on.
+stages' reports); resumable talk by talk, a failing talk is recorded with its error and the others carry on (the stage then exits non-zero).
 
 :func:`token_features` -> ``<features_dir>/<split>/``
     Per split, arrays aligned with the *whole* token sequence of ``<prepared_dir>/<split>.tsv``:

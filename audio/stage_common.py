@@ -3,7 +3,9 @@
 
 Every stage reads the previous one's output folder, is resumable talk by talk (a talk's ``.json`` marker holds
 the fingerprint of its inputs: :func:`sha256_file`, :func:`sha256_json`, :data:`STAGE_VERSION`) and records
-a talk that fails -- with :func:`error_text` -- without stopping the others.
+a talk that fails -- with :func:`error_text` -- without stopping the others; the stage's command then exits
+non-zero after writing everything (:func:`failed_talks_exit`), so that DVC does not record the stage as done
+and the next ``dvc repro`` runs it again (finished talks are kept and skipped).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "AUDIO_SPLITS",
     "STAGE_VERSION",
     "error_text",
+    "failed_talks_exit",
     "progress_bar",
     "read_alignment",
     "read_json",
@@ -81,6 +84,19 @@ def read_json(path: Path) -> dict[str, Any] | None:
 def error_text(error: BaseException) -> str:
     """An exception as one line (for a report or a talks-table cell)."""
     return f"{type(error).__name__}: {error}".replace("\t", " ").replace("\r", " ").replace("\n", " | ")
+
+
+def failed_talks_exit(failures: Sequence[dict[str, Any]], stage: str) -> int:
+    """The exit status of a stage command: 0, or 1 after listing every failed talk on stderr."""
+    if not failures:
+        return 0
+    import sys
+
+    for failure in failures:
+        print(f"FAILED {failure.get('split', '?')} {failure.get('talk', '?')}: {failure.get('error')}", file=sys.stderr)
+    print(f"{stage}: {len(failures)} talk(s) failed (the others are done and kept); exit status 1, so that DVC does "
+          f"not record the stage as done: fix the input and run it again", file=sys.stderr)
+    return 1
 
 
 def progress_bar(items: Sequence[Any], enabled: bool, desc: str) -> Iterable[Any]:

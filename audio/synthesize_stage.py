@@ -1,7 +1,7 @@
 """The ``synthesize`` stage as a library function: audio for every talk of the splits, and the talks table.
 
 Wrapped by ``pipeline/synthesize.py`` (which reads the arguments from ``params.yaml``); resumable talk by
-talk, a failing talk is recorded with its error and the others carry on.
+talk, a failing talk is recorded with its error and the others carry on (the stage then exits non-zero).
 
 :func:`make_talk_audio` -> ``<audio_dir>``
     Cuts the prepared splits into talks (:mod:`corpus.talks`): ``ref`` (test2011) and ``asr`` (test2011asr)
@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from aligner.audio import wav_truncation
 from audio.real_audio import AudioInputError, use_real_audio
 from audio.stage_common import AUDIO_SPLITS, error_text, read_json, read_split, write_json
 from audio.synthesis import synthesize_talks, talk_stem, timings_path_for
@@ -81,6 +82,10 @@ def _budget(talks: Sequence[Any], limit: int | None) -> tuple[list[Any], list[An
 def _take_real(talk: Any, real_audio_dir: Path, split_dir: Path) -> tuple[Path, float, str]:
     """Validate ``<real_audio_dir>/<stem>.wav`` and copy it into ``split_dir`` (unless already there)."""
     found = use_real_audio(real_audio_dir, [talk])[0]  # raises AudioInputError naming the file
+    truncated = wav_truncation(found.wav)
+    if truncated is not None:
+        raise AudioInputError(f"{found.wav}: truncated: its header states {truncated[0]:.2f} s of audio, the file "
+                              f"holds {truncated[1]:.2f} s")
     stem = talk_stem(talk.talk_id)
     target = split_dir / f"{stem}.wav"
     marker = split_dir / f"{stem}.real.json"

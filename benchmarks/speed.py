@@ -7,7 +7,9 @@ doing anything; tests/test_models_imports.py checks that no heavy optional libra
 speed is measured on random input vectors of the cached dimension (forward + backward + Adam step, batch and
 sequence length from the active profile); punctuation speed runs the ``punctuate`` library path (tokenise,
 embed, windowed decoding, render) of each experiment's trained model directory on the Ref test text.
-Prints one line per figure; nothing is asserted (targets live here, not in timed tests).
+Prints one line per figure; nothing is asserted (targets live here, not in timed tests). The figures of
+``punctuate`` as a user runs it -- a fresh process per call: start-up against ``import torch``, words/s and peak
+memory on 200,000 words -- come from ``benchmarks/punctuate_speed.py``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ IMPORTS = {
     "import embeddings": "import embeddings",
     "import models": "import models",
     "punctuate (cli + inference)": "import punctuation.cli, punctuation.inference",
+    "model directory loader": "import punctuation.model_dir",
 }
 
 

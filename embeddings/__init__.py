@@ -4,6 +4,7 @@
 * :mod:`embeddings.speech_sources` -- speech sources and how they combine with the word vectors;
 * :mod:`embeddings.vocab` -- the vocabulary and the OOV rules;
 * :mod:`embeddings.embedder` -- :class:`TokenEmbedder`, the token lookup shared by the cache and ``punctuate``;
+* :mod:`embeddings.table` -- :class:`VectorTable`, the vectors a saved embedder carries (memory-mapped);
 * :mod:`embeddings.cache` -- building the feature cache; :mod:`embeddings.store` -- its layout and reading it;
 * :mod:`embeddings.directories` -- swapping a finished directory in; :mod:`embeddings.pack` -- moving a cache;
 * :mod:`embeddings.speech2vec`, :mod:`embeddings.evaluation` -- Speech2Vec and what vectors carry.
@@ -21,6 +22,7 @@ from embeddings.store import (
     load_split_words,
     read_manifest,
 )
+from embeddings.table import VectorTable
 from embeddings.vocab import OOV_POLICIES, PAD, PAD_ID, UNK, UNK_ID, build_vocab
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "SourceSpecError",
     "SplitFeatures",
     "TokenEmbedder",
+    "VectorTable",
     "build_feature_cache",
     "build_vocab",
     "load_split",

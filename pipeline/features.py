@@ -9,7 +9,8 @@ Reads the ``features`` section of the params file (``splits``; ``config``: field
 ``features.npy``/``missing.npy``/``has_audio.npy``/``feature_names.json`` and the MFCC store
 (``mfcc.npy``, ``mfcc_offsets.npy``) under ``<out>/<split>/``. Writes the coverage figures to the metrics
 file, and the audio half's report -- audio made, alignment, ASR timing coverage, features, excluded and
-failed talks -- from the three stages' reports to ``reports/audio_report.md``.
+failed talks -- from the three stages' reports to ``reports/audio_report.md``. A talk that fails does not stop
+the others, but the stage then exits 1 (after writing every output), so that DVC does not record it as done.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from audio.features import FeatureConfig
 from audio.features_stage import audio_report_markdown, token_features
+from audio.stage_common import failed_talks_exit
 from corpus.io import atomic_write_text
 from pipeline.stage import option, read_json, stage_parser, start, write_json
 from punctuation.params import ParamsError, require
@@ -62,10 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {split}: {info['tokens']:,} tokens, {info['tokens_with_audio']:,} with audio, "
               f"{info['tokens_timed']:,} timed ({timed}); talks {info['talks']}; "
               f"{info['compute_seconds_per_audio_minute']} s per audio minute")
-        for failure in info["failed"]:
-            print(f"    FAILED {failure['talk']}: {failure['error']}")
     print(f"  wrote {metrics_path} and {report_path}")
-    return 0
+    return failed_talks_exit([{**failure, "split": split} for split, info in report["splits"].items()
+                        for failure in info["failed"]], "features")
 
 
 if __name__ == "__main__":

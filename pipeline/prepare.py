@@ -37,6 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         overlap_ngram=int(require(data, "overlap_ngram", "data")),
         overlap_min_shared_fraction=float(require(data, "overlap_min_shared_fraction", "data")),
         seed=int(require(data, "seed", "data")),
+        excluded_talks=list(data.get("excluded_talks") or []),
+        real_speech={talk: Path(require(data, "real_speech_dir", "data")) / f"{talk}.ref.tsv"
+                     for talk in data.get("real_speech_talks") or []},
     )
     seconds = time.perf_counter() - started
     report = prepared.report

@@ -1,13 +1,19 @@
-"""DVC stage ``report``: all experiments side by side with the published figures (reports/results.md).
+"""DVC stage ``report``: all experiments side by side with the published figures (reports/results.md), and the
+summary table of the default pipeline's runs (reports/summary.md) that the README shows.
 
 Also reports runs kept outside the default pipeline (e.g. the FF2 ablations)::
 
-    python -m pipeline.report --experiments ff2 ffa ff2_no_rdrop --eval-metrics metrics/eval_ablations \
-        --eval-metrics metrics/eval --train-metrics metrics/train_ablations --train-metrics metrics/train \
-        --artifacts ablation_artifacts --artifacts artifacts --figures reports/ablation_figures \
+    python -m pipeline.report --experiments ff2 ffa ff2_no_rdrop --eval-metrics metrics/eval_ablations \\
+        --eval-metrics metrics/eval --train-metrics metrics/train_ablations --train-metrics metrics/train \\
+        --artifacts ablation_artifacts --artifacts artifacts --figures reports/ablation_figures \\
         --title "FF2 ablations" --out reports/ablations.md
 
 Each experiment's metrics and model are taken from the first of the given folders that has them.
+
+The summary (params ``experiments`` and ``variants``, from ``--metrics``) is written on the default run (no
+``--experiments``). ``--summary-only --readme README.md`` writes just the summary, and also into the README
+between its lines ``<!-- results:start -->`` and ``<!-- results:end -->``, so the README's figures are the
+metrics' (``tests/test_readme_results.py`` fails when they differ).
 """
 
 from __future__ import annotations
@@ -23,8 +29,18 @@ from punctuation.reporting import (
     collect_experiments,
     collect_figures,
     load_published,
+    replace_marked_region,
     results_markdown,
+    summary_markdown,
+    summary_rows,
 )
+
+
+def summary_text(params: dict, metrics_dir: Path) -> str:
+    """The summary table of the default pipeline's runs (params ``experiments`` and ``variants``)."""
+    rows = summary_rows(list(params["experiments"]), dict(params.get("variants") or {}),
+                        params["active"]["experiments"], metrics_dir)
+    return summary_markdown(params["profile"], rows, load_published())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +55,21 @@ def main(argv: list[str] | None = None) -> int:
                              "whatever plots the artifacts hold")
     option(parser, "--features", "data/features", "cached features (for the analysis plots)")
     option(parser, "--figures", "reports/figures", "folder of the report's figures")
+    option(parser, "--metrics", "metrics", "parent of eval/, train/, eval_variants/, train_variants/ (the summary)")
+    option(parser, "--summary", "reports/summary.md", "summary table of the default pipeline's runs")
+    parser.add_argument("--summary-only", action="store_true", help="write only the summary")
+    parser.add_argument("--readme", help="also write the summary into this file's marked region")
     args, params = start(parser, argv)
+    if args.summary_only or not args.experiments:
+        summary = summary_text(params, Path(args.metrics))
+        atomic_write_text(args.summary, summary)
+        if args.readme:
+            readme = Path(args.readme)
+            atomic_write_text(readme, replace_marked_region(readme.read_text(encoding="utf-8"), summary,
+                                                            where=str(readme)))
+        if args.summary_only:
+            print(summary)
+            return 0
     eval_dirs = [Path(p) for p in args.eval_metrics or ["metrics/eval"]]
     train_dirs = [Path(p) for p in args.train_metrics or ["metrics/train"]]
     artifact_dirs = [Path(p) for p in args.artifacts or ["artifacts"]]

@@ -7,13 +7,15 @@ Reads ``data.iwslt_dir`` (the XML sources that cut test2011/test2011asr into tal
 of the params file, and runs :func:`audio.synthesize_stage.make_talk_audio`: per talk
 ``<out>/<split>/<talk>.wav`` (+ the engine's word timings), the talks table ``<out>/talks.tsv`` and
 ``<out>/audio_report.json``. Resumable: a talk already made with the same settings is kept. Writes the report
-to the metrics file and prints a summary.
+to the metrics file and prints a summary. A talk that fails does not stop the others, but the stage then exits 1
+(after writing every output), so that DVC does not record it as done.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from audio.stage_common import failed_talks_exit
 from audio.synthesize_stage import make_talk_audio
 from pipeline.stage import stage_parser, start, write_json
 from punctuation.params import require
@@ -54,10 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{info['tokens_with_audio']:,}/{info['tokens']:,} tokens; made {info['talks_made_this_run']}, "
               f"reused {info['talks_reused']}, failed {info['talks_failed']}, excluded {info['talks_excluded']}"
               + (f"; {rate} s per audio minute" if rate is not None else ""))
-    for failure in report["failed"]:
-        print(f"  FAILED {failure['split']} {failure['talk']}: {failure['error']}")
     print(f"  wrote {metrics_path}")
-    return 0
+    return failed_talks_exit(report["failed"], "synthesize")
 
 
 if __name__ == "__main__":

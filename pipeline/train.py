@@ -6,15 +6,40 @@ The experiment is ``experiment_defs.EXPERIMENT`` of the params file with the act
 (:func:`punctuation.params.experiment_config`). Writes ``artifacts/EXPERIMENT/model`` (best checkpoint by dev
 F1, self-contained for ``punctuate``), keeps a resumable checkpoint in ``checkpoints/EXPERIMENT`` and the
 summary in ``metrics/train/EXPERIMENT.json``.
+
+Outside DVC, the same command takes another profile (``--profile paper``), device (``--device cuda``) or
+training setting (``--set KEY=VALUE``, checked like params), and a budget for this call: ``--pause-after-s S``
+checkpoints after S seconds and exits with status 3 (the same command resumes there), ``--stop-after-s S``
+ends training for good after S seconds and writes the model as it is. Several GPUs train one model with
+``torchrun --nproc_per_node N -m pipeline.train ...`` (the global batch stays ``batch_size``).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from pathlib import Path
 
+import yaml
+
+from embeddings.store import FeatureCacheError
 from pipeline.stage import option, stage_parser, start, write_json
-from punctuation.params import experiment_config
-from punctuation.training import train_model
+from punctuation.checkpoints import exit_with_parent
+from punctuation.params import ParamsError, experiment_config, load_params
+from punctuation.training import Budget, ConfigError, DeviceUnavailable, TrainingFolderLocked, train_model
+
+#: the exit status of a call that paused (checkpointed) before the end of the schedule
+PAUSED_EXIT_STATUS = 3
+ERROR_EXIT_STATUS = 2
+
+
+def setting(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` of ``--set``, the value read as YAML (``max_steps=100``, ``device=cuda``)."""
+    key, separator, value = text.partition("=")
+    if not key or not separator:
+        raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
+    return key, yaml.safe_load(value)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,15 +48,35 @@ def main(argv: list[str] | None = None) -> int:
     option(parser, "--features", "data/features", "cached features")
     option(parser, "--artifacts", "artifacts", "parent of EXPERIMENT/model")
     option(parser, "--checkpoints", "checkpoints", "parent of EXPERIMENT's resumable checkpoint")
+    parser.add_argument("--profile", help="profile of the params file to use (default: the file's own)")
+    parser.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: the experiment's train.device)")
+    parser.add_argument("--set", type=setting, action="append", default=[], metavar="KEY=VALUE",
+                        help="override a train setting (repeatable)")
+    parser.add_argument("--pause-after-s", type=float, help="checkpoint after this many seconds and exit with "
+                        f"status {PAUSED_EXIT_STATUS}; the same command resumes")
+    parser.add_argument("--stop-after-s", type=float, help="end training for good after this many seconds")
     args, params = start(parser, argv, log=True)
-
-    model_config, train_config = experiment_config(params, args.experiment)
-    experiment_dir = Path(args.artifacts) / args.experiment
-    result = train_model(
-        args.features, experiment_dir / "model", Path(args.checkpoints) / args.experiment,
-        model_config=model_config, train_config=train_config,
-        window=params["evaluate"]["window"], stride=params["evaluate"]["stride"],
-    )
+    exit_with_parent()  # a killed `dvc repro` takes its trainer with it
+    try:
+        if args.profile:
+            params = load_params(args.params, profile=args.profile)
+        model_config, train_config = experiment_config(params, args.experiment)
+        train_config.update({**dict(args.set), **({"device": args.device} if args.device else {})})
+        result = train_model(
+            args.features, Path(args.artifacts) / args.experiment / "model", Path(args.checkpoints) / args.experiment,
+            model_config=model_config, train_config=train_config,
+            window=params["evaluate"]["window"], stride=params["evaluate"]["stride"],
+            budget=Budget.seconds(pause_after=args.pause_after_s, stop_after=args.stop_after_s),
+        )
+    except (ConfigError, DeviceUnavailable, FeatureCacheError, ParamsError, TrainingFolderLocked) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ERROR_EXIT_STATUS
+    if not result.is_main:  # another process of a distributed run: process 0 writes the results
+        return 0 if result.metrics["completed"] else PAUSED_EXIT_STATUS
+    if not result.metrics["completed"]:
+        print(json.dumps({"experiment": args.experiment, "paused_at_step": result.metrics["steps"],
+                          "resume": "run the same command again"}))
+        return PAUSED_EXIT_STATUS
     write_json(Path(args.metrics) / f"{args.experiment}.json", result.metrics, echo=True)
     return 0
 

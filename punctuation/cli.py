@@ -2,6 +2,19 @@
 
     punctuate --model artifacts/model transcript.txt -o transcript.punct.txt
     cat transcript.txt | punctuate --model artifacts/model --format iwslt
+    punctuate --alignment talk.words.tsv talk.txt          # with the words' times (speech model)
+    punctuate --audio talk.wav talk.txt                    # aligns the transcript to the recording first
+
+Models: without --model, the model directories named in params.yaml (section ``punctuate``: ``text_model``,
+or ``audio_model`` when speech is given), relative to that file; the params file is --params, else
+./params.yaml, else the one of the repository this command comes from.
+
+Speech: --alignment takes word timings as the aligner writes them (``word<TAB>start<TAB>end``, a header
+line optional, both time cells empty for a word without a time, the transcript's words in order: one row per
+word, or per benchmark token as ``python -m aligner`` writes them); --audio runs the aligner (pocketsphinx) on
+the recording first. A model trained with timing cues reads the pause after each word and how long it was
+held; without speech the same model punctuates from the text alone. Timings whose words are not the
+transcript's, or whose times are not numbers, negative or out of order, are an error naming the file and line.
 
 Your words are never changed: the text is split at whitespace and every word is written back byte for byte,
 with its case and the whitespace (line breaks included) around it. The tool only
@@ -38,6 +51,39 @@ class InputError(Exception):
 
 class OutputError(Exception):
     """An output path that cannot be written; the message names the path."""
+
+
+class ModelChoiceError(Exception):
+    """No --model and no usable ``punctuate`` section in the params file; the message says what is missing."""
+
+
+PARAMS_FILE = "params.yaml"
+REPOSITORY_PARAMS = Path(__file__).resolve().parents[1] / PARAMS_FILE
+
+
+def default_model(params: str | None, speech: bool) -> Path:
+    """The model directory named by ``punctuate.text_model`` (``audio_model`` when ``speech``) of the params
+    file (``params``, else ./params.yaml, else the repository's), relative to that file's folder."""
+    import yaml  # light, but only needed here
+
+    if params is not None:
+        path = Path(params)
+    elif Path(PARAMS_FILE).is_file():
+        path = Path(PARAMS_FILE)
+    else:
+        path = REPOSITORY_PARAMS
+    key = "audio_model" if speech else "text_model"
+    if not path.is_file():
+        raise ModelChoiceError(f"no --model given and no params file at {path} to take punctuate.{key} from")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ModelChoiceError(f"{path}: cannot read it for punctuate.{key}: {error}") from error
+    section = data.get("punctuate") if isinstance(data, dict) else None
+    if not isinstance(section, dict) or not section.get(key):
+        raise ModelChoiceError(f"no --model given and {path} names no punctuate.{key}")
+    model = Path(section[key])
+    return model if model.is_absolute() else path.resolve().parent / model
 
 
 def read_text(source: str | None) -> tuple[str, str]:
@@ -112,7 +158,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="punctuate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", nargs="?", help="text file to punctuate (default: standard input)")
-    parser.add_argument("--model", required=True, help="trained model directory (e.g. artifacts/model)")
+    parser.add_argument("--model", help="trained model directory (default: punctuate.text_model of params.yaml, "
+                                        "or punctuate.audio_model with --alignment/--audio)")
+    parser.add_argument("--params", help="params file naming the default models (default: ./params.yaml, else "
+                                         "the repository's)")
+    speech = parser.add_mutually_exclusive_group()
+    speech.add_argument("--alignment", metavar="WORDS_TSV",
+                        help="the transcript's word timings (word<TAB>start<TAB>end, seconds; empty cells for a "
+                             "word without a time)")
+    speech.add_argument("--audio", metavar="AUDIO",
+                        help="a recording of the transcript (WAV/FLAC/...): aligned with pocketsphinx first")
     parser.add_argument("-o", "--output", help="where to write the result (default: standard output); written "
                                                "atomically, its folder is checked before the model is loaded")
     parser.add_argument("--format", choices=("text", "iwslt"), default="text",
@@ -133,18 +188,34 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     try:
-        _, text = read_text(args.input)
+        name, text = read_text(args.input)
         check_output(args.output)
-    except (InputError, OutputError) as error:
+        model = Path(args.model) if args.model else default_model(args.params, bool(args.alignment or args.audio))
+    except (InputError, OutputError, ModelChoiceError) as error:
         return fail(error)
+
+    timings = None
+    if args.alignment or args.audio:
+        from corpus.user_text import split_user_text
+        from punctuation.speech_input import TimingsFormatError, TimingsMismatchError, match_timings
+
+        try:
+            timings = _read_alignment(args.alignment) if args.alignment else _align(args.audio, text)
+            match_timings(split_user_text(text), timings, transcript=name)  # checked before the model loads
+        except (InputError, TimingsFormatError, TimingsMismatchError) as error:
+            return fail(error)
 
     from punctuation.inference import Punctuator  # torch and the model code: only now
 
     try:
-        punctuator = Punctuator(args.model, device=args.device)
+        punctuator = Punctuator(model, device=args.device)
     except (FileNotFoundError, ValueError) as error:
         return fail(error)
-    user_text, labels, rendered = punctuator.punctuate_text(text, capitalise=args.capitalise)
+    if timings is not None and not punctuator.reads_timings:
+        print(f"punctuate: note: {model} reads no speech; the word timings were checked but not used",
+              file=sys.stderr)
+    user_text, labels, rendered = punctuator.punctuate_text(text, capitalise=args.capitalise, timings=timings,
+                                                             transcript=name)
     if args.format == "iwslt":
         content = "".join(f"{word.text}\t{label}\n" for word, label in zip(user_text.words, labels))
     else:
@@ -154,6 +225,31 @@ def main(argv: list[str] | None = None) -> int:
     except OutputError as error:
         return fail(error)
     return 0
+
+
+def _read_alignment(path: str):
+    from punctuation.speech_input import read_timing_rows
+
+    return read_timing_rows(path)
+
+
+def _align(audio: str, text: str):
+    """Word timings of ``text`` in the recording ``audio``, one per model token (pocketsphinx)."""
+    from corpus.user_text import model_tokens, split_user_text
+    from punctuation.speech_input import TimingRows
+
+    if not Path(audio).is_file():
+        raise InputError(f"{audio}: no such file")
+    tokens = model_tokens(split_user_text(text))
+    if not tokens:
+        raise InputError("the transcript has no words to align")
+    from aligner import AlignmentError, align  # pocketsphinx: only now
+
+    try:
+        timings = align(audio, tokens)
+    except AlignmentError as error:
+        raise InputError(f"{audio}: {error}") from error
+    return TimingRows(tuple(timings), audio)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,13 @@ The IWSLT2011 benchmark's own training set is not available (see ``../shared/dat
    matched without the mangled music notes glued to sung lines (otherwise song performances in ``dev2012``
    go unnoticed) and without its stray ``--``/``/transcript`` tokens. Empty talks (music performances whose
    transcript is only stage notes) and talks shorter than ``n`` words are excluded too, with their reason.
-4. The remaining talks are shuffled with ``random.Random(seed)`` and taken whole until ``train_tokens`` is
+4. **Talks held out by name** (``excluded_talks``: the real-speech talks of ``../shared/data/ted_real``, two
+   for development and three kept back as a test) are excluded whatever their overlap, and checked by text:
+   their own transcripts and the words of the real-speech talks at hand (``real_speech``: name -> a
+   ``word<TAB>LABEL`` file) join the evaluation splits as overlap sources, so a copy of one of them under
+   another name is excluded by step 3; the report records how much of each real-speech talk the talks
+   excluded by name cover (it is the same talk: nearly all of it). A name that is not in the file is an error.
+5. The remaining talks are shuffled with ``random.Random(seed)`` and taken whole until ``train_tokens`` is
    reached; the last one is cut at the budget, at a sentence end when there is one.
 """
 
@@ -34,7 +40,7 @@ from tqdm import tqdm
 
 from corpus.iwslt import read_iwslt, write_iwslt
 from corpus.labels import LABELS, SENTENCE_END_LABELS
-from corpus.text import normalize_transcript
+from corpus.text import normalize_transcript, tokenize_for_inference
 from punctuation.prepare_report import report_markdown
 
 __all__ = [
@@ -55,6 +61,7 @@ _HISTOGRAM_EDGES: tuple[float, ...] = (0.0, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1,
 REASON_OVERLAP = "overlaps_eval"
 REASON_EMPTY = "empty_after_normalisation"
 REASON_SHORT = "too_short_to_check"  # fewer words than the n-gram length: overlap cannot be measured
+REASON_NAMED = "held_out_by_name"  # a real-speech talk (development or test), named in data.excluded_talks
 
 
 class TedTalksFormatError(ValueError):
@@ -184,11 +191,16 @@ def prepare_data(
     overlap_ngram: int,
     overlap_min_shared_fraction: float,
     seed: int,
+    excluded_talks: Sequence[str] = (),
+    real_speech: Mapping[str, str | Path] | None = None,
 ) -> PreparedData:
     """Write the evaluation splits and an overlap-free training set under ``out_dir``; see the module doc.
 
     Files: ``<split>.tsv`` for each evaluation split, ``train.tsv``, ``train_talks.tsv`` (talk, first_token,
     tokens) and ``excluded_talks.tsv`` (talk, splits, shared_fraction, reason).
+
+    ``excluded_talks`` names talks of ``ted_talks`` never to train on; ``real_speech`` maps the name of a
+    real-speech talk to its ``word<TAB>LABEL`` file, whose words are an overlap source (step 4).
     """
     if train_tokens <= 0:
         raise ValueError(f"train_tokens must be positive, got {train_tokens}")
@@ -205,6 +217,10 @@ def prepare_data(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
     split_names = list(eval_splits)
+    excluded_names = [_clean_name(name) for name in excluded_talks]
+    if len(set(excluded_names)) != len(excluded_names):
+        raise ValueError(f"excluded_talks names a talk twice: {excluded_names}")
+    real_speech = {str(name): Path(path) for name, path in (real_speech or {}).items()}
 
     # 1. Evaluation splits, and the n-grams that index them (bit k set = found in split k).
     eval_report: dict[str, Any] = {}
@@ -229,15 +245,50 @@ def prepare_data(
             "label_distribution": _distribution(data.labels),
         }
 
+    # Further overlap sources (step 4): the real-speech talks at hand and the transcripts of the talks held out
+    # by name; a talk that overlaps them is excluded like one that overlaps an evaluation split.
+    sources = list(split_names)
+    source_ngram_counts: dict[str, int] = dict(split_ngram_counts)
+
+    def add_source(source: str, words: Sequence[str]) -> set[tuple[str, ...]]:
+        grams = _ngrams(words, overlap_ngram)
+        bit = len(sources)
+        sources.append(source)
+        source_ngram_counts[source] = len(grams)
+        for gram in grams:
+            eval_ngrams[gram] = eval_ngrams.get(gram, 0) | (1 << bit)
+        return grams
+
+    real_report: dict[str, Any] = {}
+    for talk_name, path in real_speech.items():
+        data = read_iwslt(path, skip_empty_words=True)
+        tokens = tokenize_for_inference(" ".join(data.words))
+        add_source(f"real:{talk_name}", tokens)
+        real_report[talk_name] = {"file": str(path), "words": len(data), "tokens": len(tokens),
+                                  "label_distribution": _distribution(data.labels)}
+    lines = list(read_ted_talks(ted_talks))
+    named_lines: dict[str, tuple[int, str]] = {}
+    for number, name, text in lines:
+        if _clean_name(name) in excluded_names and _clean_name(name) not in named_lines:
+            named_lines[_clean_name(name)] = (number, text)
+    missing_names = [name for name in excluded_names if name not in named_lines]
+    if missing_names:
+        raise ValueError(f"{ted_talks}: no talk named {', '.join(map(repr, missing_names))} "
+                         f"(excluded_talks must name talks of that file)")
+    named_bits: dict[str, int] = {}
+    for name in excluded_names:
+        named_bits[name] = len(sources)
+        add_source(f"talk:{name}", normalize_transcript(named_lines[name][1])[0])
+    named_report: dict[str, dict[str, Any]] = {}
+
     # 2-3. Normalise every talk and measure its overlap with the evaluation splits.
     talks: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
-    covered_by_excluded = [set() for _ in split_names]  # type: list[set[tuple[str, ...]]]
-    covered_by_kept = [set() for _ in split_names]  # type: list[set[tuple[str, ...]]]
+    covered_by_excluded = [set() for _ in sources]  # type: list[set[tuple[str, ...]]]
+    covered_by_kept = [set() for _ in sources]  # type: list[set[tuple[str, ...]]]
     all_fractions: list[float] = []
     seen_names: Counter[str] = Counter()
     total_words = 0
-    lines = list(read_ted_talks(ted_talks))
     for number, name, text in tqdm(lines, desc="talks", unit="talk", leave=False):
         name = _clean_name(name)
         seen_names[name] += 1
@@ -256,28 +307,44 @@ def prepare_data(
                 {"talk": name, "line": number, "splits": [], "shared_fraction": 0.0, "reason": REASON_SHORT}
             )
             continue
-        shared = [gram for gram in grams if gram in eval_ngrams]
+        # a talk held out by name is not measured against its own transcript
+        own = 1 << named_bits[name] if name in named_bits and named_lines[name][0] == number else 0
+        shared = [gram for gram in grams if eval_ngrams.get(gram, 0) & ~own]
         fraction = len(shared) / len(grams)
-        all_fractions.append(fraction)
-        per_split = [0] * len(split_names)
+        per_split = [0] * len(sources)
         for gram in shared:
-            mask = eval_ngrams[gram]
-            for bit in range(len(split_names)):
+            mask = eval_ngrams[gram] & ~own
+            for bit in range(len(sources)):
                 if mask >> bit & 1:
                     per_split[bit] += 1
         split_fractions = {
-            split: round(per_split[bit] / len(grams), 4) for bit, split in enumerate(split_names) if per_split[bit]
+            split: round(per_split[bit] / len(grams), 4) for bit, split in enumerate(sources) if per_split[bit]
         }
         # The text, not the tokens, is kept (memory); the few talks drawn for training are normalised again.
         talk = {"talk": name, "line": number, "text": text, "shared_fraction": fraction}
-        if fraction >= overlap_min_shared_fraction:
-            # The splits the talk overlaps on their own; if none reaches the threshold alone, all it touches.
-            named = [s for s in split_names if split_fractions.get(s, 0.0) >= overlap_min_shared_fraction]
+        if own:
             excluded.append(
                 {
                     "talk": name,
                     "line": number,
-                    "splits": named or [s for s in split_names if s in split_fractions],
+                    "splits": [s for s in sources if split_fractions.get(s, 0.0) >= overlap_min_shared_fraction],
+                    "shared_fraction": round(fraction, 4),
+                    "split_fractions": split_fractions,
+                    "tokens": len(words),
+                    "reason": REASON_NAMED,
+                }
+            )
+            named_report[name] = {"line": number, "tokens": len(words), "shared_fractions": split_fractions}
+            target = covered_by_excluded
+        elif fraction >= overlap_min_shared_fraction:
+            all_fractions.append(fraction)
+            # The splits the talk overlaps on their own; if none reaches the threshold alone, all it touches.
+            named = [s for s in sources if split_fractions.get(s, 0.0) >= overlap_min_shared_fraction]
+            excluded.append(
+                {
+                    "talk": name,
+                    "line": number,
+                    "splits": named or [s for s in sources if s in split_fractions],
                     "shared_fraction": round(fraction, 4),
                     "split_fractions": split_fractions,
                     "tokens": len(words),
@@ -286,11 +353,12 @@ def prepare_data(
             )
             target = covered_by_excluded
         else:
+            all_fractions.append(fraction)
             talks.append(talk)
             target = covered_by_kept
         for gram in shared:
-            mask = eval_ngrams[gram]
-            for bit in range(len(split_names)):
+            mask = eval_ngrams[gram] & ~own
+            for bit in range(len(sources)):
                 if mask >> bit & 1:
                     target[bit].add(gram)
 
@@ -353,6 +421,8 @@ def prepare_data(
             "overlap_ngram": overlap_ngram,
             "overlap_min_shared_fraction": overlap_min_shared_fraction,
             "seed": seed,
+            "excluded_talks": list(excluded_names),
+            "real_speech": {name: str(path) for name, path in real_speech.items()},
         },
         "tokens": {"train": len(train_words), **{split: eval_report[split]["tokens"] for split in split_names}},
         "talks": {
@@ -393,6 +463,19 @@ def prepare_data(
             "empty_talks": [row["talk"] for row in excluded if row["reason"] == REASON_EMPTY],
             "too_short_talks": [row["talk"] for row in excluded if row["reason"] == REASON_SHORT],
         },
+    }
+    for talk_name, info in real_report.items():
+        bit = sources.index(f"real:{talk_name}")
+        count = source_ngram_counts[f"real:{talk_name}"] or 1
+        info["ngrams"] = source_ngram_counts[f"real:{talk_name}"]
+        info["ngram_coverage_by_excluded_talks"] = round(len(covered_by_excluded[bit]) / count, 4)
+        info["ngram_share_with_kept_talks"] = round(len(covered_by_kept[bit]) / count, 4)
+    report["real_speech"] = {
+        "excluded_by_name": [{"talk": name, **named_report[name]} for name in excluded_names],
+        "real_talks": real_report,
+        "excluded_by_overlap_with_them": sorted(
+            row["talk"] for row in overlap_rows if any(s not in split_names for s in row["splits"])
+        ),
     }
     return PreparedData(paths=paths, report=report)
 

@@ -168,7 +168,9 @@ SPEECH_PAPER = "yi_tao_2019"
 #: Feature set name -> how the report names it (the word-only run is the experiment itself).
 FEATURE_SET_TITLES = {"learned": "learned embeddings", "word": "word (GloVe)", "speech": "speech (Speech2Vec)",
                       "word_speech": "word + speech (sum)", "word_occurrence": "word + speech per occurrence (sum)",
-                      "word_acoustic": "word ⊕ acoustic features (concat)"}
+                      "word_acoustic": "word ⊕ acoustic features (concat)",
+                      "word_pauses": "word ⊕ timing cues (concat)",
+                      "word_pauses_control": "word ⊕ label-free timing cues (control)"}
 
 
 def collect_variants(variants: dict[str, dict[str, Any]], experiments: dict[str, Any], eval_dir: Path,
@@ -308,3 +310,77 @@ def time_boxed_markdown(title: str, runs: list[dict[str, Any]], published: dict[
     for name, path in figures.items():
         lines += [f"![{name}]({path})", ""]
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The summary the README shows (reports/summary.md, and the README's marked region): generated, never typed.
+
+#: The README region the summary is written into, between these two lines (each on a line of its own).
+README_START = "<!-- results:start -->"
+README_END = "<!-- results:end -->"
+
+
+def summary_rows(experiments: list[str], variants: dict[str, dict[str, Any]], settings: dict[str, Any],
+                 metrics_dir: Path) -> list[dict[str, Any]]:
+    """One row per experiment (word input) and per variant, from the pipeline's metrics files under
+    ``metrics_dir`` (``eval/``, ``train/``, ``eval_variants/RUN/``, ``train_variants/RUN/``); a missing file is
+    an error naming it. ``settings``: each experiment's active settings (for its published reference)."""
+    rows = []
+    for name in experiments:
+        found = collect_experiments([name], settings, metrics_dir / "eval", metrics_dir / "train")[name]
+        rows.append({"run": name, "experiment": name, "features": "word", **found})
+    for run, entry in variants.items():
+        experiment = entry["experiment"]
+        found = collect_experiments([experiment], {experiment: entry}, metrics_dir / "eval_variants" / run,
+                                    metrics_dir / "train_variants" / run)[experiment]
+        rows.append({"run": run, "experiment": experiment, "features": entry["features"], **found})
+    return rows
+
+
+def summary_markdown(profile: str, rows: list[dict[str, Any]], published: dict[str, Any]) -> str:
+    """The default pipeline's results in one table: overall F1 and SER on Ref and ASR, the published Ref F1
+    beside them, and the training time, as the metrics files hold them."""
+    lines = [f"Overall F1 / SER in % on IWSLT2011, profile `{profile}` (micro-average over COMMA/PERIOD/QUESTION; "
+             "per class: `reports/results.md`, `reports/variants.md`). Written by the `report` stage from `metrics/`.",
+             "",
+             "| run | model | input | Ref F1 | Ref SER | ASR F1 | ASR SER | published Ref F1 | training (min) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        reference = published_figures(row.get("published"), published) or {}
+        cells = [row["run"], row["experiment"], FEATURE_SET_TITLES.get(row["features"], row["features"])]
+        for split in ("ref", "asr"):
+            scores = row["eval"].get(split)
+            cells += ["–", "–"] if scores is None else [_pct(scores["OVERALL"]["f1"]), _pct(scores["SER"])]
+        cells.append(str(reference.get("ref", {}).get("f1", "–")))
+        seconds = (row.get("train") or {}).get("train_seconds")
+        cells.append("–" if seconds is None else f"{seconds / 60:.1f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    cites = sorted({published[r["published"].split("/")[0]]["citation"] for r in rows if r.get("published")})
+    if cites:
+        lines += ["", "Published: " + "; ".join(cites) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def _region(lines: list[str], where: str) -> tuple[int, int]:
+    """Indices of the marker lines; ``ValueError`` naming ``where`` unless each is there once, in order."""
+    starts = [i for i, line in enumerate(lines) if line.strip() == README_START]
+    ends = [i for i, line in enumerate(lines) if line.strip() == README_END]
+    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+        raise ValueError(f"{where}: needs one line {README_START} and, after it, one line {README_END} "
+                         f"(found {len(starts)} and {len(ends)})")
+    return starts[0], ends[0]
+
+
+def replace_marked_region(text: str, content: str, *, where: str = "README.md") -> str:
+    """``text`` with the lines between :data:`README_START` and :data:`README_END` replaced by ``content``."""
+    lines = text.splitlines(keepends=True)
+    start, end = _region(lines, where)
+    body = content if content.endswith("\n") else content + "\n"
+    return "".join(lines[: start + 1]) + body + "".join(lines[end:])
+
+
+def marked_region(text: str, *, where: str = "README.md") -> str:
+    """The lines between the two markers (see :func:`replace_marked_region`)."""
+    lines = text.splitlines(keepends=True)
+    start, end = _region(lines, where)
+    return "".join(lines[start + 1: end])

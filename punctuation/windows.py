@@ -92,15 +92,37 @@ def predict_stream(
     ``predict`` maps a batch dict to (B, T) label ids (a model's ``predict``).
     """
     length = len(ids)
+
+    def batch_of(starts: list[int]) -> dict:
+        spans = [(start, min(start + window, length)) for start in starts]
+        return make_batch(vectors, ids, spans, window, words=words)
+
+    return predict_windows(predict, batch_of, length, window=window, stride=stride, batch_size=batch_size,
+                           progress=progress)
+
+
+def predict_windows(
+    predict: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    batch_of: Callable[[list[int]], dict],
+    length: int,
+    *,
+    window: int,
+    stride: int,
+    batch_size: int = 64,
+    progress: Callable | None = None,
+) -> np.ndarray:
+    """:func:`predict_stream` over any source of batches: ``batch_of(starts)`` makes the padded batch of the
+    windows at ``starts`` (e.g. gathered from tokens already on the device).
+
+    The predictions stay where ``predict`` leaves them until the last batch, and come to the host at once: no
+    wait for the device per batch.
+    """
     if length == 0:
         return np.zeros(0, dtype=np.int64)
     starts = window_starts(length, window, stride)
     owner, offset = owner_of_each_token(length, window, starts)
-    window_predictions = np.zeros((len(starts), window), dtype=np.int64)
     batches = range(0, len(starts), batch_size)
-    for first in (progress(batches) if progress else batches):
-        chunk = starts[first:first + batch_size]
-        spans = [(start, min(start + window, length)) for start in chunk]
-        predicted = predict(make_batch(vectors, ids, spans, window, words=words)).cpu().numpy()
-        window_predictions[first:first + len(chunk)] = predicted
+    predicted = [predict(batch_of(starts[first:first + batch_size])) for first in
+                 (progress(batches) if progress else batches)]
+    window_predictions = torch.cat(predicted).cpu().numpy().astype(np.int64, copy=False)
     return window_predictions[owner, offset]

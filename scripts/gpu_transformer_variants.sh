@@ -13,6 +13,8 @@
 #       pause: checkpoint after SECONDS (run the same command again to go on); stop: the last slot, training
 #       ends for good after SECONDS and whatever it reached is scored (run.json says how far it got).
 # Finished runs are copied to $OUT/<profile>_<variant>.tgz (run.json, history, learning curves, predictions, log).
+# (The paper profile's full-schedule records, metrics/paper/NAME.json, are made by scripts/run_paper.sh;
+# this script keeps the time-boxed runs of both profiles side by side.)
 set -u
 export PYTHONUNBUFFERED=1
 PYTHON=${PYTHON:-python3}

@@ -6,7 +6,8 @@
 The papers' configurations train for many epochs; a GPU slot is often shorter. This measures the
 experiment's own step rate (a short throw-away run), sets ``max_steps`` so that training fits the budget
 (with ``eval_every_steps`` giving ``--evals`` dev evaluations), trains through the library
-(:func:`punctuation.training.train_model`, everything else as in ``params.yaml``), scores Ref and ASR
+(:func:`punctuation.training.train_model` under a :class:`punctuation.train_config.Budget`: this script holds
+no training loop of its own; everything else as in ``params.yaml``), scores Ref and ASR
 (:func:`punctuation.evaluation.evaluate_model`) and writes ``run.json``: the exact settings used (so the run
 can be repeated with ``pipeline.train`` and those settings), the step rate, the training summary and the
 scores. Several experiments can share one GPU: start one process each.
@@ -41,7 +42,8 @@ from corpus.io import atomic_write_text  # noqa: E402
 from embeddings.cache import read_manifest  # noqa: E402
 from punctuation.evaluation import evaluate_model  # noqa: E402
 from punctuation.params import ParamsError, experiment_config, load_params  # noqa: E402
-from punctuation.training import CHECKPOINT_FILE, choose_device, schedule_steps, train_model  # noqa: E402
+from punctuation.checkpoints import exit_with_parent  # noqa: E402
+from punctuation.training import CHECKPOINT_FILE, Budget, choose_device, schedule_steps, train_model  # noqa: E402
 
 CALIBRATION_STEPS = 60
 PAUSED_EXIT_STATUS = 3
@@ -61,7 +63,7 @@ def _calibrate(out: Path, features: str, model_config: dict, train_config: dict,
     shutil.rmtree(calibration_dir, ignore_errors=True)
     started = time.perf_counter()
     train_model(features, calibration_dir / "model", calibration_dir / "state", model_config=model_config,
-                train_config=train_config, window=window, stride=stride, stop_after_steps=CALIBRATION_STEPS)
+                train_config=train_config, window=window, stride=stride, budget=Budget(steps=CALIBRATION_STEPS))
     state = torch.load(calibration_dir / "state" / CHECKPOINT_FILE, map_location="cpu", weights_only=False)["state"]
     shutil.rmtree(calibration_dir, ignore_errors=True)
     return state["step"] / max(state["train_seconds"], 1e-9), time.perf_counter() - started
@@ -97,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.steps is None and (args.pause_after_s is not None or args.stop_after_s is not None):
         parser.error("--pause-after-s and --stop-after-s go with --steps (a budgeted run ends at its budget)")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    exit_with_parent()
 
     params = load_params(args.params, profile=args.profile)
     model_config, train_config = experiment_config(params, args.experiment)
@@ -128,14 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     # 2. training: the step budget of a budgeted run is an estimate, so its deadline makes the budget hard
     # whatever the rate turns out to be; a fixed-steps run pauses instead and is resumed by the next call
     started = time.perf_counter()
-    now = time.monotonic()
-    if args.budget_s is not None:
-        deadline = now + args.budget_s - calibration_seconds
-    else:
-        deadline = None if args.stop_after_s is None else now + args.stop_after_s
-    pause_at = None if args.pause_after_s is None else now + args.pause_after_s
+    stop_after = args.budget_s - calibration_seconds if args.budget_s is not None else args.stop_after_s
+    budget = Budget.seconds(pause_after=args.pause_after_s, stop_after=stop_after)
     result = train_model(args.features, args.out / "model", args.out / "state", model_config=model_config,
-                         train_config=train_config, window=window, stride=stride, deadline=deadline, pause_at=pause_at)
+                         train_config=train_config, window=window, stride=stride, budget=budget)
     wall_seconds = time.perf_counter() - started
     if not result.metrics["completed"]:
         print(json.dumps({"experiment": args.experiment, "paused_at_step": result.metrics["steps"],

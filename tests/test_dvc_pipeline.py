@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_corpus
+from tests.fixture_real_speech import write_real_talks
 
 REPO = Path(__file__).resolve().parents[1]
 DVC = Path(sys.executable).with_name("dvc")
@@ -28,6 +29,7 @@ def tiny_params(corpus: dict[str, Path]) -> dict:
     params["profile"] = "tiny"
     params["experiments"] = ["transformer", "blstm"]
     params["data"].update(iwslt_dir=str(corpus["iwslt"]), ted_talks=str(corpus["ted"]))
+    params["audio"]["real_audio_dir"] = str(corpus["iwslt"])  # a dependency of synthesize (read with source: real)
     params["embed"]["word_source"] = {"type": "word2vec-text", "path": str(corpus["vectors"])}
     params["evaluate"].update(window=30, stride=15)
     # speech for two training talks only: enough for Speech2Vec and the speech feature sets to run for real
@@ -35,7 +37,11 @@ def tiny_params(corpus: dict[str, Path]) -> dict:
     params["speech2vec"].update(dim=8, encoder_hidden=8, decoder_hidden=8, epochs=1, min_count=1, batch_size=16,
                                 threads=1, train_splits=["train"])
     params["variants"] = {"blstm_word_speech": {"experiment": "blstm", "features": "word_speech"},
-                          "blstm_word_acoustic": {"experiment": "blstm", "features": "word_acoustic"}}
+                          "blstm_word_acoustic": {"experiment": "blstm", "features": "word_acoustic"},
+                          "blstm_word_pauses": {"experiment": "blstm", "features": "word_pauses"},
+                          "blstm_word_pauses_control": {"experiment": "blstm", "features": "word_pauses_control"}}
+    real = corpus["iwslt"].parent / "ted_real"
+    params["data"].update(real_speech_dir=str(real), real_speech_talks=write_real_talks(real), excluded_talks=[])
     params["profiles"]["tiny"] = {
         "data": {"train_tokens": 3000},
         "train": {**TINY_TRAIN, "epochs": 1},
@@ -45,6 +51,10 @@ def tiny_params(corpus: dict[str, Path]) -> dict:
         },
     }
     return params
+
+
+def params_of(workdir: Path) -> dict:
+    return yaml.safe_load((workdir / "params.yaml").read_text())
 
 
 def dvc(workdir: Path, *args: str) -> str:
@@ -76,11 +86,20 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
 
     first = ran_stages(dvc(workdir, "repro"))
     variant_stages = {f"{stage}@{run}" for stage in ("train_variant", "evaluate_variant")
-                      for run in ("blstm_word_speech", "blstm_word_acoustic")}
+                      for run in ("blstm_word_speech", "blstm_word_acoustic", "blstm_word_pauses",
+                                  "blstm_word_pauses_control")}
     feature_sets = {f"embed_set@{name}" for name in tiny_params(corpus)["embed"]["feature_sets"]}
-    assert first == {"prepare", "embed", "train@transformer", "train@blstm", "evaluate@transformer",
+    assert first == {"prepare", "word_vectors", "embed", "train@transformer", "train@blstm", "evaluate@transformer",
                      "evaluate@blstm", "report", "synthesize", "align", "features", "speech2vec",
-                     "report_variants"} | variant_stages | feature_sets
+                     "report_variants", "fit_pauses", "evaluate_real"} | variant_stages | feature_sets
+    real_report = (workdir / "reports" / "real_speech.md").read_text()
+    assert "| audio_model (words + timing cues) | text + real timings |" in real_report
+    assert "word_speech2vec" in real_report and "audio_control" in real_report
+    # a feature set no variant uses is not built
+    assert (workdir / "data" / "feature_sets" / "learned" / "NOT_BUILT.txt").is_file()
+    assert json.loads((workdir / "metrics" / "feature_sets" / "learned.json").read_text())["built"] is False
+    summary = (workdir / "reports" / "summary.md").read_text()
+    assert "| blstm_word_speech | blstm | word + speech (sum) |" in summary
     variants_report = (workdir / "reports" / "variants.md").read_text()
     assert "| blstm_word_speech |" in variants_report and "| blstm |" in variants_report
     speech2vec = json.loads((workdir / "metrics" / "speech2vec.json").read_text())
@@ -99,6 +118,14 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     assert ran_stages(dvc(workdir, "repro")) == set()  # nothing changed, nothing runs
     assert "up to date" in dvc(workdir, "status")
 
+    # the word-vector file named in params is a dependency: edited in place, it reruns what reads it
+    vectors = Path(params_of(workdir)["embed"]["word_source"]["path"])
+    original = vectors.read_bytes()
+    vectors.write_bytes(original.replace(b" 0.", b" 0.1", 1))
+    assert "embed" in dvc(workdir, "status")
+    vectors.write_bytes(original)
+    assert "up to date" in dvc(workdir, "status")
+
     params = yaml.safe_load((workdir / "params.yaml").read_text())
     params["profiles"]["tiny"]["experiments"]["blstm"]["train"]["lr"] = 0.02
     (workdir / "params.yaml").write_text(yaml.safe_dump(params))
@@ -113,6 +140,6 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     (workdir / "params.yaml").write_text(yaml.safe_dump(params))
     swapped = ran_stages(dvc(workdir, "repro"))
     assert swapped == {"embed_set@word_speech", "train_variant@blstm_word_speech", "evaluate_variant@blstm_word_speech",
-                       "report_variants"}
+                       "report_variants", "report", "evaluate_real"}  # the report's summary has a row per variant
     manifest = json.loads((workdir / "data" / "feature_sets" / "word_speech" / "manifest.json").read_text())
     assert manifest["speech"]["combine"] == "concat" and manifest["dim"] == 16

@@ -205,10 +205,112 @@ def test_embedder_save_load_round_trip(setup, tmp_path):
     assert first.ids.tolist() == [3, 2, UNK_ID, UNK_ID, UNK_ID, 3]
     assert first.oov.tolist() == [False, False, True, False, True, False]
 
-    # The vector file changes under the same path: loading refuses.
+    # The saved embedder carries its vectors: the source file changing, or going, changes nothing.
+    write_word2vec_text(Path(spec["path"]), dict(VECTORS, the=[9.0, 9.0, 9.0, 9.0]))
+    assert TokenEmbedder.load(tmp_path / "emb").embed(words).vectors.tobytes() == first.vectors.tobytes()
+    Path(spec["path"]).unlink()
+    assert TokenEmbedder.load(tmp_path / "emb").embed(words).vectors.tobytes() == first.vectors.tobytes()
+
+
+def test_an_embedder_directory_of_format_1_still_loads_from_its_source(setup, tmp_path):
+    """Directories saved before the vectors went inside (no table) re-read their source, and refuse a changed one."""
+    _, _, spec = setup
+    embedder = TokenEmbedder(spec, "random", build_vocab(["cat", "the"]))
+    words = ["the", "cat", "zyx", "we've"]
+    embedder.save(tmp_path / "emb")
+    meta_path = tmp_path / "emb" / "embedder.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["table"]
+    meta["embedder_format"] = 1
+    meta_path.write_text(json.dumps(meta))
+    for leftover in (tmp_path / "emb").glob("word_vectors_*"):
+        leftover.unlink()
+    again = TokenEmbedder.load(tmp_path / "emb").embed(words)
+    assert again.vectors.tobytes() == embedder.embed(words).vectors.tobytes()
     write_word2vec_text(Path(spec["path"]), dict(VECTORS, the=[9.0, 9.0, 9.0, 9.0]))
     with pytest.raises(SourceMismatchError, match="fingerprint"):
         TokenEmbedder.load(tmp_path / "emb")
+
+
+def test_the_cache_embedder_holds_the_vectors_of_its_splits_words_only(setup):
+    """The table keeps the keys the lookup rules used for the splits' words (a fallback's key, a contraction's
+    parts); any other word gets the rules against the table, else the OOV policy."""
+    prepared, out, spec = setup
+    source = Path(spec["path"])
+    write_word2vec_text(source, dict(VECTORS, dog=[1.0, 1.0, 1.0, 1.0], we=[1, 2, 3, 4], **{"'ve": [3, 4, 5, 6]},
+                                     elephant=[2.0, 0.0, 0.0, 2.0]))
+    write_split(prepared / "asr.tsv", [("we've", "O"), ("\ufffd?gimme", "O"), ("qwerty", "PERIOD")])
+    build_feature_cache(prepared, out, word_source=spec, oov="random")
+    keys = (out / "embedder" / "word_vectors_words.txt").read_text(encoding="utf-8").splitlines()
+    # every key the splits' words used, "dog" from dev, the parts of "we've"; not "elephant" (in no split)
+    assert set(keys) == {"the", "cat", "sat", "on", "mat", "do", "n't", "dog", "we", "'ve"}
+    assert np.load(out / "embedder" / "word_vectors_vectors.npy").shape == (len(keys), 4)
+    meta = json.loads((out / "embedder" / "embedder.json").read_text())
+    assert meta["embedder_format"] == 2 and meta["table"]["rows"] == len(keys) and meta["table"]["dim"] == 4
+    full = TokenEmbedder(spec, "random", ["the"])
+    loaded = TokenEmbedder.load(out / "embedder")
+    assert loaded.oov_stats == full.oov_stats  # the OOV statistics of the whole source
+    elephant = loaded.embed(["elephant", "you've", "\ufffd?dog"])
+    assert elephant.oov.tolist() == [True, True, False]  # outside the table: the OOV rule, as any unknown word
+    np.testing.assert_array_equal(elephant.vectors[0], random_oov_vector("elephant", 4, full.oov_stats["sigma"]))
+    np.testing.assert_array_equal(elephant.vectors[2], np.float32([1.0, 1.0, 1.0, 1.0]))
+
+
+def test_a_cache_without_the_vector_table_is_rebuilt(setup):
+    prepared, out, spec = setup
+    build_feature_cache(prepared, out, word_source=spec, oov="zero")
+    assert not build_feature_cache(prepared, out, word_source=spec, oov="zero").rebuilt
+    (out / "embedder" / "word_vectors_vectors.npy").unlink()
+    assert build_feature_cache(prepared, out, word_source=spec, oov="zero").rebuilt
+    assert (out / "embedder" / "word_vectors_vectors.npy").is_file()
+
+
+def test_a_damaged_vector_table_is_named(setup):
+    prepared, out, spec = setup
+    build_feature_cache(prepared, out, word_source=spec, oov="zero")
+    table = out / "embedder" / "word_vectors_vectors.npy"
+    table.write_bytes(table.read_bytes()[:-8])  # truncated
+    with pytest.raises(FeatureCacheError, match="word_vectors_vectors.npy"):
+        TokenEmbedder.load(out / "embedder")
+    (out / "embedder" / "word_vectors_words.txt").unlink()
+    with pytest.raises(FeatureCacheError, match="word_vectors_words.txt: missing"):
+        TokenEmbedder.load(out / "embedder")
+
+
+def test_a_saved_embedder_loads_from_any_folder_without_gensim_or_its_source(setup, tmp_path):
+    """A cache built from a word2vec-text file named by a *relative* path: its embedder loads from another
+    folder, after the file changed and after it is gone, with numpy alone."""
+    prepared, _, spec = setup
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "vectors.txt").write_bytes(Path(spec["path"]).read_bytes())
+    here = os.getcwd()
+    os.chdir(project)
+    try:
+        build_feature_cache(prepared, project / "features",
+                            word_source={"type": "word2vec-text", "path": "vectors.txt"}, oov="random")
+    finally:
+        os.chdir(here)
+    expected = {split: load_split(project / "features", split).vectors.tobytes().hex() for split in SPLITS}
+    write_word2vec_text(project / "vectors.txt", dict(VECTORS, the=[9.0, 9.0, 9.0, 9.0]))
+    script = (
+        "import json, sys\n"
+        "from embeddings.embedder import TokenEmbedder\n"
+        "e = TokenEmbedder.load(sys.argv[1])\n"
+        "splits = json.loads(sys.argv[2])\n"
+        "print(json.dumps({'vectors': {s: e.embed(w).vectors.tobytes().hex() for s, w in splits.items()},\n"
+        "                  'gensim': 'gensim' in sys.modules}))\n"
+    )
+    words = json.dumps({split: [w for w, _ in rows] for split, rows in SPLITS.items()})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for _ in ("changed", "gone"):
+        result = subprocess.run([sys.executable, "-c", script, str(project / "features" / "embedder"), words],
+                                cwd=elsewhere, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+                                text=True, check=True)
+        loaded = json.loads(result.stdout)
+        assert loaded == {"vectors": expected, "gensim": False}
+        (project / "vectors.txt").unlink(missing_ok=True)
 
 
 def test_cached_vectors_equal_inference_vectors(setup):

@@ -169,3 +169,23 @@ def test_punctuate_refuses_a_model_that_needs_audio(tmp_path, monkeypatch):
     monkeypatch.setattr(inference.TokenEmbedder, "load", classmethod(lambda cls, d: None))
     with pytest.raises(ValueError, match="per-token audio features.*'acoustic'"):
         inference.Punctuator(model_dir)
+
+
+def test_type_level_speech_vectors_are_saved_inside_and_read_without_their_source(setup):
+    """As the word vectors: the speech vectors of the splits' words go beside the embedder, so a model directory
+    built on type-level speech needs no speech source file (and runs from any folder)."""
+    from embeddings.embedder import TokenEmbedder
+
+    prepared, word, speech, tmp = setup
+    paths = build_feature_cache(prepared, tmp / "f", word_source=word, oov="zero", speech_source=speech,
+                                combine="sum")
+    saved = json.loads((paths.root / "embedder" / SPEECH_JSON).read_text())
+    assert saved["table"]["rows"] == 3 and saved["table"]["dim"] == 4  # the, cat, mat: all in the splits
+    Path(speech["path"]).unlink()
+    Path(word["path"]).unlink()
+    loaded = SpeechVectors.load_saved(paths.root / "embedder")
+    embedder = TokenEmbedder.load(paths.root / "embedder")
+    for split in SPLITS:
+        words = words_of(split)
+        again = combine_vectors(embedder.embed(words).vectors, loaded.type_level(words)[0], "sum")
+        assert again.tobytes() == np.asarray(load_split(paths.root, split).vectors).tobytes(), split

@@ -16,22 +16,25 @@ from pipeline import stage
 COMMAND_LINES = {
     "align": "--audio=data/audio --metrics=metrics/alignment.json --out=data/alignments --params=params.yaml "
              "--prepared=data/prepared --quiet",
-    "embed": "--feature-set=None --force --metrics=metrics/embedding_coverage.json --out=data/features "
-             "--params=params.yaml --prepared=data/prepared",
+    "embed": "--export-glove=None --feature-set=None --force --metrics=metrics/embedding_coverage.json "
+             "--out=data/features --params=params.yaml --prepared=data/prepared",
     "evaluate": "--artifacts=artifacts --experiment=None --features=data/features --metrics=metrics/eval "
                 "--params=params.yaml --prepared=data/prepared --stage [prediction] [reference]",
     "features": "--alignments=data/alignments --audio=data/audio --metrics=metrics/acoustic.json --out=data/acoustic "
                 "--params=params.yaml --prepared=data/prepared --quiet --report=reports/audio_report.md",
     "prepare": "--metrics=metrics/data.json --out=data/prepared --params=params.yaml --report=reports/data_report.md",
     "report": "--artifacts+ --eval-metrics+ --experiments=* --features=data/features --figures=reports/figures "
-              "--no-analysis --out=reports/results.md --params=params.yaml --title=None --train-metrics+",
+              "--metrics=metrics --no-analysis --out=reports/results.md --params=params.yaml --readme=None "
+              "--summary-only --summary=reports/summary.md --title=None --train-metrics+",
     "report_variants": "--metrics=metrics --out=reports/variants.md --params=params.yaml",
     "speech2vec": "--acoustic=data/acoustic --metrics=metrics/speech2vec.json --out=data/speech2vec "
                   "--params=params.yaml --prepared=data/prepared --report=reports/speech2vec_report.md --score-only "
                   "--talks=data/audio/talks.tsv",
     "synthesize": "--metrics=metrics/audio.json --out=data/audio --params=params.yaml --prepared=data/prepared --quiet",
-    "train": "--artifacts=artifacts --checkpoints=checkpoints --experiment=None! --features=data/features "
-             "--metrics=metrics/train --params=params.yaml",
+    # the default run's options are unchanged; --device/--profile/--set and the time budget were added
+    "train": "--artifacts=artifacts --checkpoints=checkpoints --device=None --experiment=None! "
+             "--features=data/features --metrics=metrics/train --params=params.yaml --pause-after-s=None "
+             "--profile=None --set+ --stop-after-s=None",
 }
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from punctuation.training import epoch_plan, train_model, transformer_schedule
+from punctuation.training import Budget, epoch_plan, train_model, transformer_schedule
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
 
 TRAIN = {**TINY_TRAIN, "epochs": 2, "eval_every_steps": 8}
@@ -28,7 +28,7 @@ def test_interrupted_training_resumes_to_the_same_model(features, tmp_path):
     straight = train_model(features, tmp_path / "a", tmp_path / "a_state", model_config=TINY_MODEL,
                            train_config=TRAIN, window=30, stride=15)
     first = train_model(features, tmp_path / "b", tmp_path / "b_state", model_config=TINY_MODEL,
-                        train_config=TRAIN, window=30, stride=15, stop_after_steps=5)
+                        train_config=TRAIN, window=30, stride=15, budget=Budget(steps=5))
     assert first.metrics == {"completed": False, "steps": 5}
     assert not (tmp_path / "b" / "model.pt").exists()
     resumed = train_model(features, tmp_path / "b", tmp_path / "b_state", model_config=TINY_MODEL,
@@ -43,7 +43,7 @@ def test_interrupted_training_resumes_to_the_same_model(features, tmp_path):
 
 def test_a_checkpoint_from_another_configuration_is_not_reused(features, tmp_path):
     train_model(features, tmp_path / "m", tmp_path / "state", model_config=TINY_MODEL, train_config=TRAIN,
-                window=30, stride=15, stop_after_steps=5)
+                window=30, stride=15, budget=Budget(steps=5))
     changed = {**TRAIN, "lr": 0.001}
     result = train_model(features, tmp_path / "m", tmp_path / "state", model_config=TINY_MODEL,
                          train_config=changed, window=30, stride=15)
@@ -98,10 +98,10 @@ def test_a_passed_deadline_ends_training_with_a_complete_model_directory(feature
     import time
 
     result = train_model(features, tmp_path / "m", tmp_path / "s", model_config=TINY_MODEL, train_config=TRAIN,
-                         window=30, stride=15, deadline=time.monotonic() - 1)
+                         window=30, stride=15, budget=Budget(stop_at=time.monotonic() - 1))
     assert result.metrics["completed"] and result.metrics["stopped_at_deadline"]
     assert result.metrics["steps"] == 0
     assert (tmp_path / "m" / "model.pt").exists() and (tmp_path / "m" / "config.json").exists()
     unbounded = train_model(features, tmp_path / "u", tmp_path / "us", model_config=TINY_MODEL,
-                            train_config=TRAIN, window=30, stride=15, deadline=time.monotonic() + 3600)
+                            train_config=TRAIN, window=30, stride=15, budget=Budget(stop_at=time.monotonic() + 3600))
     assert unbounded.metrics["steps"] > 0 and not unbounded.metrics["stopped_at_deadline"]

@@ -1,0 +1,52 @@
+"""DVC stage ``fit_pauses``: the pause model of real speech, and simulated timing cues for the prepared splits.
+
+    python -m pipeline.fit_pauses [--params params.yaml] [--prepared data/prepared] [--out data/pauses]
+                                  [--metrics metrics/pauses.json] [--talks TALK ...]
+
+Fits :class:`embeddings.timing_features.PauseModel` on the real-speech talks ``data.real_speech_talks`` of
+``data.real_speech_dir`` (``--talks`` fits on others, e.g. one talk to score on the other), writes it to
+``OUT/model.json`` and the raw timing cues of every prepared split to ``OUT/timed/<split>/timing.npy``
+(label-conditioned) and ``OUT/control/<split>/timing.npy`` (label-independent): simulated for
+``pauses.simulate_splits``, missing for the others (:func:`punctuation.real_speech.simulate_split_cues`).
+The feature sets of ``embed.feature_sets`` with ``speech_source: {type: pauses, path: OUT/timed}`` read them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from embeddings.cache import SPLITS
+from pipeline.stage import stage_parser, start, write_json
+from punctuation.params import require
+from punctuation.real_speech import fit_pause_model, simulate_split_cues
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = stage_parser("pipeline.fit_pauses", __doc__, out="data/pauses", metrics="metrics/pauses.json",
+                          prepared=True)
+    parser.add_argument("--talks", nargs="+", help="real-speech talks to fit on (default: data.real_speech_talks)")
+    args, params = start(parser, argv)
+    data = require(params, "data", "params")
+    settings = require(params, "pauses", "params")
+    talks = args.talks or list(require(data, "real_speech_talks", "data"))
+    started = time.perf_counter()
+    model = fit_pause_model(require(data, "real_speech_dir", "data"), talks,
+                            min_pool=int(settings.get("min_pool", 30)))
+    out = Path(args.out)
+    model.save(out / "model.json")
+    splits = simulate_split_cues(
+        model, args.prepared, out, splits=SPLITS, simulate=list(require(settings, "simulate_splits", "pauses")),
+        seed=int(require(settings, "seed", "pauses")),
+        dropout_fraction=float(require(settings, "dropout_fraction", "pauses")),
+        dropout_span=int(require(settings, "dropout_span", "pauses")),
+        missing_rate=settings.get("missing_rate"),
+    )
+    report = {"pause_model": model.summary(), "splits": splits, "seconds": round(time.perf_counter() - started, 1)}
+    write_json(args.metrics, report, echo=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

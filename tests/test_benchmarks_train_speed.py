@@ -1,0 +1,35 @@
+"""``python -m benchmarks.train_speed --tiny``: the training-speed benchmark runs on the CPU and prints one complete
+JSON line per experiment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks import train_speed
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_tiny_benchmark_prints_one_json_line_per_experiment(tmp_path, capsys):
+    assert train_speed.main(["--tiny", "--params", str(REPO / "params.yaml"), "--experiments", "transformer", "blstm",
+                             "--steps", "12", "--work", str(tmp_path)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["experiment"] for line in lines] == ["transformer", "blstm"]
+    for line in lines:
+        assert line["device"] == "cpu" and line["steps"] == 12 and line["steps_scheduled"] >= 12
+        assert line["steps_per_s"] > 0 and line["tokens_per_s"] > 0 and line["achieved_tflops"] > 0
+        assert line["flops_per_token"] > 0 and "flop_counter" in line["flop_count"]
+        assert line["mfu"] is None and line["peak_tflops"] is None  # no known peak for a CPU
+        assert line["peak_memory_bytes"] > 0 and line["dev_evaluations"] >= 1
+        assert 0 < line["eval_share"] < 1 and 0 <= line["checkpoint_share"] < 1
+        assert line["projected_schedule_s"] > 0
+
+
+def test_recurrent_layers_are_counted_analytically():
+    from torch import nn
+
+    lstm = nn.LSTM(16, 32, num_layers=2, bidirectional=True)
+    # layer 1: 2 directions x 2 x 4 gates x 32 x (16 + 32); layer 2: input 64; x 3 for training
+    expected = 3 * (2 * 2 * 4 * 32 * (16 + 32) + 2 * 2 * 4 * 32 * (64 + 32))
+    assert train_speed.recurrent_flops_per_token(nn.Sequential(lstm)) == expected

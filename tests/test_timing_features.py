@@ -1,0 +1,175 @@
+"""Timing cues (``embeddings.timing_features``) and the ``pauses`` speech source of the feature cache."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from embeddings.speech_sources import PAUSES_FILE, SpeechVectors, speech_fingerprint, validate_speech_spec
+from embeddings.sources import SourceSpecError
+from embeddings.timing_features import (
+    PauseModel,
+    encode,
+    feature_dim,
+    missing_raw,
+    token_raw,
+    word_cues,
+    word_groups,
+)
+
+NAN = float("nan")
+
+
+def test_word_groups_attach_clitics_to_the_word_before():
+    tokens = ["i", "do", "n't", "know", "it", "'s", "we", "'re", "here"]
+    assert word_groups(tokens).tolist() == [True, False, True, True, False, True, False, True, True]
+    assert word_groups([]).tolist() == []
+
+
+def test_word_cues_pause_duration_and_missing():
+    starts = [0.0, 0.5, 0.9, NAN, 2.0, 2.5]
+    ends = [0.4, 1.0, 1.2, NAN, 2.6, 2.9]
+    cues = word_cues(starts, ends, [3, 4, 2, 5, 3, 3])
+    assert cues[0, 0] == pytest.approx(0.1)
+    assert cues[1, 0] == 0.0 and cues[4, 0] == 0.0  # the next word starts before this one ends: no pause
+    assert cues[:, 2].tolist() == [0, 0, 1, 1, 0, 1]  # missing: an untimed word, the word before it, the last word
+    assert (cues[cues[:, 2] > 0, :2] == 0).all()
+    # a word held twice as long as another of the same length is log(2) longer relative to the expectation
+    held = word_cues([0.0, 1.0, 2.0, 3.0], [0.2, 1.4, 2.1, 3.1], [3, 3, 3, 3])
+    assert held[1, 1] - held[0, 1] == pytest.approx(np.log(2))
+    with pytest.raises(ValueError):
+        word_cues([0.0], [1.0, 2.0], [1])
+
+
+def test_token_raw_puts_the_cues_on_the_last_token():
+    is_last = np.array([False, True, True, False, True])  # do n't | know | it 's
+    cues = np.array([[0.3, 0.5, 0], [0.0, -0.2, 0], [0.0, 0.0, 1]])
+    raw = token_raw(is_last, cues)
+    assert raw.dtype == np.float32 and raw.shape == (5, 3)
+    assert raw[:, 0].tolist() == pytest.approx([0.0, 0.3, 0.0, 0.0, 0.0])
+    assert raw[:, 1].tolist() == pytest.approx([0.0, 0.5, -0.2, 0.0, 0.0])
+    assert raw[:, 2].tolist() == [0, 0, 0, 1, 1]  # the inner token shares its word's flag
+    with pytest.raises(ValueError):
+        token_raw(is_last, cues[:2])
+    with pytest.raises(ValueError):
+        token_raw(np.array([True, False]), cues[:1])
+
+
+def test_encode_transforms_clips_and_zeroes_missing():
+    raw = np.array([[0.0, 0.0, 0], [0.1, 3.0, 0], [60.0, -5.0, 0], [2.0, 1.0, 1]], np.float32)
+    both = encode(raw, ["duration", "pause"])  # order as FEATURES: pause, duration, missing
+    assert both.shape == (4, 3) == (4, feature_dim(["pause", "duration"]))
+    assert both[:, 0].tolist() == pytest.approx([0.0, np.log(2), np.log1p(50), 0.0])
+    assert both[:, 1].tolist() == pytest.approx([0.0, 2.0, -2.0, 0.0])
+    assert both[:, 2].tolist() == [0, 0, 0, 1]
+    assert encode(raw, ["pause"]).shape == (4, 2)
+    assert (encode(missing_raw(3), ["pause"]) == [[0, 1]] * 3).all()
+    for bad in ([], ["pitch"], ["pause", "pause"]):
+        with pytest.raises(ValueError):
+            encode(raw, bad)
+
+
+def _model(min_pool: int = 30) -> PauseModel:
+    rng = np.random.default_rng(0)
+    cues_a = np.column_stack([np.zeros(200), rng.normal(0, 0.3, 200), np.zeros(200)])
+    labels_a = ["O"] * 200
+    marked = np.column_stack([rng.uniform(0.5, 1.0, 60), rng.normal(0.4, 0.1, 60), np.zeros(60)])
+    marked[-5:, 2] = 1  # untimed
+    labels_b = ["PERIOD"] * 40 + ["COMMA"] * 15 + ["QUESTION"] * 5
+    return PauseModel.fit([("a", cues_a, labels_a), ("b", marked, labels_b)], min_pool=min_pool)
+
+
+def test_fit_pools_per_label_and_missing_rate(tmp_path):
+    model = _model()
+    assert len(model.pools["O"]) == 200 and len(model.pools["PERIOD"]) == 40
+    assert len(model.pools["COMMA"]) + len(model.pools["QUESTION"]) == 15  # 5 of the 20 untimed
+    assert model.missing_rate == pytest.approx(5 / 260)
+    # rare labels draw from a wider pool: QUESTION (0 timed) from all sentence ends, COMMA (15) from marked words
+    assert len(model.pool("QUESTION")) == 40 and len(model.pool("COMMA")) == 55 and len(model.pool("O")) == 200
+    summary = model.summary()
+    assert summary["PERIOD"]["share_pause_0.2s"] == 1.0 and summary["O"]["share_pause_0.2s"] == 0.0
+    loaded = PauseModel.load(model.save(tmp_path / "model.json"))
+    assert loaded.missing_rate == model.missing_rate and loaded.talks == ["a", "b"]
+    assert np.allclose(loaded.pools["PERIOD"], model.pools["PERIOD"], atol=1e-4)
+    data = json.loads((tmp_path / "model.json").read_text())
+    data["format"] = 99
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="format"):
+        PauseModel.load(tmp_path / "bad.json")
+    with pytest.raises(ValueError):
+        PauseModel.fit([("a", np.zeros((2, 3)), ["O"])])
+
+
+def _stream(n_sentences: int = 300):
+    tokens, labels = [], []
+    for index in range(n_sentences):
+        tokens += ["we", "do", "n't", "know", "it"]
+        labels += ["O", "O", "O", "COMMA" if index % 2 else "O", "PERIOD"]
+    return tokens, labels
+
+
+def test_simulation_is_label_conditioned_seeded_and_the_control_is_not():
+    model = _model()
+    tokens, labels = _stream()
+    labels_array = np.array(labels)
+    timed = model.simulate(tokens, labels, conditional=True, seed=4, dropout_fraction=0.0)
+    again = model.simulate(tokens, labels, conditional=True, seed=4, dropout_fraction=0.0)
+    assert np.array_equal(timed, again)
+    present = timed[:, 2] == 0
+    assert (timed[present & (labels_array == "PERIOD"), 0] >= 0.5).all()
+    assert (timed[present & (labels_array == "O"), 0] == 0).all()
+    assert (timed[1::5, :2] == 0).all()  # "do" of "do n't": inside a word
+    control = model.simulate(tokens, labels, conditional=False, seed=4, dropout_fraction=0.0)
+    assert np.array_equal(control[:, 2], timed[:, 2])  # the same cues are missing
+    last = np.zeros(len(tokens), bool)
+    last[4::5] = True
+    period_pauses = control[last & present, 0]
+    assert 0 < np.mean(period_pauses > 0) < 0.6  # drawn regardless of the label: mostly a word without a pause
+    assert model.simulate([], [], conditional=True, seed=1).shape == (0, 3)
+    with pytest.raises(ValueError):
+        model.simulate(tokens, labels[:-1], conditional=True, seed=1)
+
+
+def test_dropout_removes_whole_stretches():
+    model = _model()
+    tokens, labels = _stream(2000)
+    raw = model.simulate(tokens, labels, conditional=True, seed=9, missing_rate=0.0, dropout_fraction=0.25,
+                         dropout_span=100)
+    missing = raw[:, 2] > 0
+    assert 0.15 < missing.mean() < 0.35
+    runs = np.diff(np.flatnonzero(np.diff(np.concatenate([[0], missing.astype(int), [0]]))))[::2]
+    assert runs.min() >= 50 - 3 and runs.max() <= 200 + 3  # whole stretches (a run may swallow a word's token)
+    assert (raw[missing, :2] == 0).all()
+
+
+# ----------------------------------------------------------------------------- the speech source
+
+
+def test_the_pauses_source(tmp_path):
+    spec = validate_speech_spec({"type": "pauses", "path": str(tmp_path)})
+    assert spec["features"] == ["pause"]
+    assert validate_speech_spec({"type": "pauses", "path": "x", "features": ["duration", "pause"]})["features"] \
+        == ["pause", "duration"]
+    for bad in ({"type": "pauses", "path": "x", "features": ["loudness"]},
+                {"type": "speech2vec", "path": "x", "features": ["pause"]}):
+        with pytest.raises(SourceSpecError):
+            validate_speech_spec(bad)
+    raw = np.array([[0.5, 0.2, 0], [0.0, 0.0, 1]], np.float32)
+    (tmp_path / "train").mkdir()
+    np.save(tmp_path / "train" / PAUSES_FILE, raw)
+    source = SpeechVectors({"type": "pauses", "path": str(tmp_path), "features": ["pause", "duration"]})
+    assert source.dim == 3 and source.needs_audio
+    vectors, has = source.for_split("train", ["a", "b"])
+    assert np.allclose(vectors, encode(raw, ["pause", "duration"])) and has.tolist() == [True, False]
+    assert np.allclose(source.from_timing(None, 2), [[0, 0, 1], [0, 0, 1]])
+    with pytest.raises(SourceSpecError, match="fit_pauses"):
+        source.for_split("train", ["a"])
+    first = speech_fingerprint(spec, ["train"])
+    np.save(tmp_path / "train" / PAUSES_FILE, raw * 2)
+    assert speech_fingerprint(spec, ["train"]) != first
+    assert speech_fingerprint({**spec, "features": ["pause", "duration"]}, ["train"]) != speech_fingerprint(
+        spec, ["train"])
+    with pytest.raises(FileNotFoundError):
+        speech_fingerprint(spec, ["dev"])
