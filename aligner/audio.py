@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +27,6 @@ def wav_truncation(path: str | os.PathLike) -> tuple[float, float] | None:
     A WAV header states how many bytes of samples follow; a file cut short (an interrupted copy or write)
     holds fewer. Audio readers read what is there without a word, so the missing part would go unnoticed.
     """
-    import struct
-
     path = Path(path)
     size = path.stat().st_size
     with path.open("rb") as handle:

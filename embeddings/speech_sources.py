@@ -34,6 +34,7 @@ with a word vector should add for a word never heard. ``has_speech`` records, pe
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -49,6 +50,9 @@ from embeddings.sources import (
     load_word_vectors,
     source_fingerprint,
 )
+from embeddings.store import SPEECH_JSON
+from embeddings.table import VectorTable
+from embeddings.timing_features import check_features, encode, missing_raw
 
 SPEECH2VEC = "speech2vec"
 SPEECH2VEC_OCCURRENCE = "speech2vec-occurrence"
@@ -88,8 +92,6 @@ def validate_speech_spec(spec: Any) -> dict[str, Any]:
     if kind == NONE:
         return {"type": NONE}
     if kind == PAUSES:
-        from embeddings.timing_features import check_features
-
         try:
             out["features"] = check_features(out.get("features", ["pause"]))
         except ValueError as error:
@@ -180,11 +182,6 @@ class SpeechVectors:
         """The speech part as a cache (and so a model directory) saved it in ``<embedder_dir>/speech.json``: with
         the type-level vectors of its words inside (``speech_vectors_*``), no source is read; without (a cache
         built before they were saved), from the source its spec names."""
-        import json
-
-        from embeddings.store import SPEECH_JSON
-        from embeddings.table import VectorTable
-
         embedder_dir = Path(embedder_dir)
         saved = json.loads((embedder_dir / SPEECH_JSON).read_text(encoding="utf-8"))
         table = saved.get("table")
@@ -220,8 +217,6 @@ class SpeechVectors:
     def from_timing(self, raw: np.ndarray | None, n: int | None = None) -> np.ndarray:
         """``pauses`` only: the speech part of tokens from their raw timing cues
         (:func:`embeddings.timing_features.token_raw`), or of ``n`` tokens without speech when ``raw`` is None."""
-        from embeddings.timing_features import encode, missing_raw
-
         if self.kind != PAUSES:
             raise SourceSpecError(f"speech source {self.kind!r} is not made from word timings")
         return encode(missing_raw(int(n or 0)) if raw is None else raw, self.spec["features"])

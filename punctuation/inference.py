@@ -13,6 +13,7 @@ whose speech part needs the audio itself (per-token acoustic features, per-occur
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,9 @@ from corpus.user_text import UserText, model_tokens, render, split_user_text, wo
 from embeddings.cache import SPEECH_JSON, TokenEmbedder
 from embeddings.speech_sources import PAUSES, SpeechVectors, combine_vectors
 from punctuation.model_dir import load_trained_model, to_device
+from punctuation.speech_input import match_timings, timing_raw
 from punctuation.windows import predict_stream
+
 
 class Punctuator:
     """A trained model plus its token embedder, ready to label token sequences of any length."""
@@ -38,8 +41,6 @@ class Punctuator:
         self.combine = "sum"
         speech_json = model_dir / "embedder" / SPEECH_JSON
         if speech_json.is_file():
-            import json
-
             speech = json.loads(speech_json.read_text(encoding="utf-8"))
             if speech["source"].get("type") == PAUSES:
                 # timing cues: computed from word timings given at inference (nothing to load)
@@ -105,8 +106,6 @@ class Punctuator:
         tokens = model_tokens(user_text)
         timing = None
         if timings is not None:
-            from punctuation.speech_input import match_timings, timing_raw
-
             starts, ends = match_timings(user_text, timings, transcript=transcript)
             timing = timing_raw(user_text, starts, ends) if self.reads_timings else None
         token_labels = self.predict_labels(tokens, timing) if tokens else []

@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 CONFIG_FILE = "config.json"
@@ -70,8 +71,6 @@ def _check_embedder(model_dir: Path, config: dict[str, Any]) -> None:
     table = meta.get("table")
     if table is None:
         return
-    import numpy as np
-
     words = directory / f"{table['stem']}_words.txt"
     vectors = directory / f"{table['stem']}_vectors.npy"
     for path in (words, vectors):
