@@ -21,25 +21,15 @@ import json
 import sys
 from pathlib import Path
 
-import yaml
 
 from embeddings.store import FeatureCacheError
 from pipeline.stage import option, stage_parser, start, write_json
 from punctuation.checkpoints import exit_with_parent
 from punctuation.params import ParamsError, experiment_config, load_params
+from punctuation.train_config import PAUSED_EXIT_STATUS, parse_setting
 from punctuation.training import Budget, ConfigError, DeviceUnavailable, TrainingFolderLocked, train_model
 
-#: the exit status of a call that paused (checkpointed) before the end of the schedule
-PAUSED_EXIT_STATUS = 3
 ERROR_EXIT_STATUS = 2
-
-
-def setting(text: str) -> tuple[str, object]:
-    """``KEY=VALUE`` of ``--set``, the value read as YAML (``max_steps=100``, ``device=cuda``)."""
-    key, separator, value = text.partition("=")
-    if not key or not separator:
-        raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
-    return key, yaml.safe_load(value)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     option(parser, "--checkpoints", "checkpoints", "parent of EXPERIMENT's resumable checkpoint")
     parser.add_argument("--profile", help="profile of the params file to use (default: the file's own)")
     parser.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: the experiment's train.device)")
-    parser.add_argument("--set", type=setting, action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",
                         help="override a train setting (repeatable)")
     parser.add_argument("--pause-after-s", type=float, help="checkpoint after this many seconds and exit with "
                         f"status {PAUSED_EXIT_STATUS}; the same command resumes")

@@ -16,12 +16,15 @@ schedule itself (epochs, ``max_steps``) belongs to the configuration.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import re
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
+
+import yaml
 
 #: ``device`` values: auto (CUDA when available), cpu, cuda, cuda:N
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
@@ -201,3 +204,15 @@ class Budget:
 
 
 UNLIMITED = Budget()
+
+
+#: the exit status of a training call that paused (checkpointed) before the end of its schedule
+PAUSED_EXIT_STATUS = 3
+
+
+def parse_setting(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` of a ``--set`` option, the value read as YAML (``max_steps=100``, ``device=cuda``)."""
+    key, separator, value = text.partition("=")
+    if not key or not separator:
+        raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
+    return key, yaml.safe_load(value)

@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 
 import torch
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -43,17 +42,10 @@ from embeddings.cache import read_manifest  # noqa: E402
 from punctuation.evaluation import evaluate_model  # noqa: E402
 from punctuation.params import ParamsError, experiment_config, load_params  # noqa: E402
 from punctuation.checkpoints import exit_with_parent  # noqa: E402
+from punctuation.train_config import PAUSED_EXIT_STATUS, parse_setting  # noqa: E402
 from punctuation.training import CHECKPOINT_FILE, Budget, choose_device, schedule_steps, train_model  # noqa: E402
 
 CALIBRATION_STEPS = 60
-PAUSED_EXIT_STATUS = 3
-
-
-def _parse_override(text: str) -> tuple[str, object]:
-    key, _, value = text.partition("=")
-    if not key or not _:
-        raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
-    return key, yaml.safe_load(value)
 
 
 def _calibrate(out: Path, features: str, model_config: dict, train_config: dict, window: int,
@@ -91,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                         "budgeted run; a fixed-steps run keeps the profile's eval_every_steps)")
     parser.add_argument("--published", default=None, help="the published row to show beside the run, e.g. "
                         "yi_tao_2019/speech for another input; 'none' for no row (default: the experiment's own)")
-    parser.add_argument("--set", type=_parse_override, action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",
                         help="override a train setting of the experiment (repeatable)")
     args = parser.parse_args(argv)
     if args.steps is not None and args.steps != "schedule" and not args.steps.isdigit():
