@@ -52,18 +52,28 @@ class RelativePositionBias(nn.Module):
     one scalar per distance makes that pattern directly learnable.
 
     Adam moves a parameter by about the learning rate per step, so a zero-initialised table would need
-    thousands of steps to become a useful bias; it therefore starts as ALiBi's locality prior (Press et al.
-    2022): head h penalises distance linearly with slope 2^-(h+1), so some heads look at the neighbours from
-    the first step and others still see the whole window; training then shapes each head's profile (e.g.
-    makes it asymmetric).
+    thousands of steps to become a useful bias; it therefore starts as a locality prior. A symmetric prior
+    (ALiBi, Press et al. 2022) mixes the words on both sides alike, and a head still has to learn which side
+    it looks at, so the first two heads start pointed: head 0 at the next word and head 1 at the previous one
+    (a penalty of ``POINTED_SLOPE`` per token away from it); the others penalise distance linearly with slope
+    2^-(h-1), from the neighbours to the whole window. Training then reshapes every head's profile.
     """
+
+    #: score penalty per token away from a pointed head's word: exp(-3) ~ 5 % of the weight one token off
+    POINTED_SLOPE = 3.0
 
     def __init__(self, heads: int, window: int):
         super().__init__()
         self.window = window
-        distance = torch.arange(-window, window + 1, dtype=torch.float32).abs()
-        slopes = 2.0 ** -torch.arange(1, heads + 1, dtype=torch.float32)
-        self.table = nn.Parameter(-distance[:, None] * slopes[None, :])
+        offset = torch.arange(-window, window + 1, dtype=torch.float32)
+        columns = []
+        for head in range(heads):
+            if head < 2 and heads > 2:
+                target = 1.0 if head == 0 else -1.0
+                columns.append(-(offset - target).abs() * self.POINTED_SLOPE)
+            else:
+                columns.append(-offset.abs() * 2.0 ** -(head - 1 if heads > 2 else head + 1))
+        self.table = nn.Parameter(torch.stack(columns, dim=1))
 
     def forward(self, length: int) -> torch.Tensor:
         """The (heads, length, length) bias to add to the attention scores."""

@@ -32,7 +32,10 @@ from punctuation.real_speech import evaluate_real_speech, real_speech_markdown
 TEXT, AUDIO = "text_model", "audio_model"
 #: How the report describes the models of the default params (others go by their name).
 DESCRIPTIONS = {TEXT: "words", AUDIO: "words + timing cues", "audio_control": "words + label-free timing cues",
-                "word_speech2vec": "words + type-level Speech2Vec"}
+                "transformer_words": "words (the reduced Transformer)",
+                "word_speech2vec": "words + type-level Speech2Vec (the reduced Transformer)"}
+#: (model, the same architecture on words alone): what the model's extra input adds, named in the notes
+SAME_ARCHITECTURE = {"word_speech2vec": "transformer_words"}
 
 
 def iwslt_metrics(model_dir: str | Path) -> Path | None:
@@ -90,11 +93,15 @@ def _notes(result: dict[str, Any], models: dict[str, Any]) -> list[str]:
         notes.append(f"- `{name}`: {f1(name, 'timings') - f1(name, 'text'):+.1f} points from the real timings "
                      f"(text only → with timings), against `{TEXT}`: {f1(name, 'timings') - text:+.1f}.")
     for name in found:
-        if name in (TEXT, AUDIO) or f1(name, "timings") is not None or text is None:
+        if name in (TEXT, AUDIO) or name in SAME_ARCHITECTURE.values() or f1(name, "timings") is not None \
+                or text is None:
             continue
+        words_only = SAME_ARCHITECTURE.get(name)
+        against = (f"{f1(name, 'text') - f1(words_only, 'text'):+.1f} points against `{words_only}`, the same "
+                   f"architecture on words alone" if f1(words_only, "text") is not None
+                   else f"{f1(name, 'text') - text:+.1f} points against `{TEXT}`")
         notes.append(f"- `{name}` reads no timing of the recording (a type-level speech vector is a function of the "
-                     f"word, looked up from the text): on real speech it is one more text model, "
-                     f"{f1(name, 'text') - text:+.1f} points against `{TEXT}`.")
+                     f"word, looked up from the text): on real speech it is one more text model, {against}.")
     notes.append("- Timing cues are simulated for the training text from the pause model below; the IWSLT2011 "
                  "test sets are read without speech (their synthetic audio was read from punctuated text, so its "
                  "pauses give the marks away).")

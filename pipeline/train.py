@@ -7,6 +7,12 @@ The experiment is ``experiment_defs.EXPERIMENT`` of the params file with the act
 F1, self-contained for ``punctuate``), keeps a resumable checkpoint in ``checkpoints/EXPERIMENT`` and the
 summary in ``metrics/train/EXPERIMENT.json``.
 
+    python -m pipeline.train --variant RUN --features data/feature_sets/SET --artifacts variant_artifacts/RUN ...
+
+trains run ``RUN`` of ``variants`` (stage ``train_variant@RUN``): its experiment on another feature set, with the
+run's own ``train`` settings over the experiment's and, with ``start_from: text_model``, starting from the
+weights of ``punctuate.text_model`` (:mod:`punctuation.warm_start`) instead of a random initialisation.
+
 Outside DVC, the same command takes another profile (``--profile paper``), device (``--device cuda``) or
 training setting (``--set KEY=VALUE``, checked like params), and a budget for this call: ``--pause-after-s S``
 checkpoints after S seconds and exits with status 3 (the same command resumes there), ``--stop-after-s S``
@@ -25,16 +31,20 @@ from pathlib import Path
 from embeddings.store import FeatureCacheError
 from pipeline.stage import option, stage_parser, start, write_json
 from punctuation.checkpoints import exit_with_parent
-from punctuation.params import ParamsError, experiment_config, load_params
+from punctuation.model_dir import ModelDirectoryError
+from punctuation.params import ParamsError, experiment_config, load_params, variant_config
 from punctuation.train_config import PAUSED_EXIT_STATUS, parse_setting
 from punctuation.training import Budget, ConfigError, DeviceUnavailable, TrainingFolderLocked, train_model
+from punctuation.warm_start import WarmStartError
 
 ERROR_EXIT_STATUS = 2
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = stage_parser("pipeline.train", __doc__, metrics="metrics/train")
-    parser.add_argument("--experiment", required=True, help="name under experiment_defs")
+    runs = parser.add_mutually_exclusive_group(required=True)
+    runs.add_argument("--experiment", help="name under experiment_defs")
+    runs.add_argument("--variant", help="name under variants (a run of an experiment on another feature set)")
     option(parser, "--features", "data/features", "cached features")
     option(parser, "--artifacts", "artifacts", "parent of EXPERIMENT/model")
     option(parser, "--checkpoints", "checkpoints", "parent of EXPERIMENT's resumable checkpoint")
@@ -50,15 +60,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.profile:
             params = load_params(args.params, profile=args.profile)
-        model_config, train_config = experiment_config(params, args.experiment)
+        init_from = None
+        if args.variant:
+            args.experiment, model_config, train_config, init_from = variant_config(params, args.variant)
+        else:
+            model_config, train_config = experiment_config(params, args.experiment)
         train_config.update({**dict(args.set), **({"device": args.device} if args.device else {})})
         result = train_model(
             args.features, Path(args.artifacts) / args.experiment / "model", Path(args.checkpoints) / args.experiment,
             model_config=model_config, train_config=train_config,
             window=params["evaluate"]["window"], stride=params["evaluate"]["stride"],
-            budget=Budget.seconds(pause_after=args.pause_after_s, stop_after=args.stop_after_s),
+            budget=Budget.seconds(pause_after=args.pause_after_s, stop_after=args.stop_after_s), init_from=init_from,
         )
-    except (ConfigError, DeviceUnavailable, FeatureCacheError, ParamsError, TrainingFolderLocked) as error:
+    except (ConfigError, DeviceUnavailable, FeatureCacheError, ParamsError, TrainingFolderLocked, WarmStartError,
+            ModelDirectoryError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return ERROR_EXIT_STATUS
     if not result.is_main:  # another process of a distributed run: process 0 writes the results

@@ -84,6 +84,39 @@ def experiment_config(params: dict[str, Any], name: str) -> tuple[dict[str, Any]
     return copy.deepcopy(experiment["model"]), copy.deepcopy(experiment["train"])
 
 
+#: what a run of ``variants`` consists of
+VARIANT_KEYS = ("experiment", "features", "published", "start_from", "train")
+#: ``start_from`` values: the model directory (a key of ``punctuate``) a run starts from. The train_variant stage
+#: depends on ``punctuate.text_model``, so that is the one a run may start from.
+START_FROM = ("text_model",)
+
+
+def variant_config(params: dict[str, Any], run: str) -> tuple[str, dict[str, Any], dict[str, Any], str | None]:
+    """The ``(experiment, model, train, init_from)`` of run ``run`` of ``variants`` in the active profile.
+
+    ``train`` is the experiment's training settings with the run's own ``train`` merged over them (a key the
+    experiment lacks is an error); ``init_from`` is the model directory the run starts from
+    (``start_from: text_model``: ``punctuate.text_model``), or None for a run from scratch.
+    """
+    variants = _mapping(params.get("variants"), "variants")
+    if run not in variants:
+        raise ParamsError(f"params: variants.{run} is not defined (defined: {sorted(variants)})")
+    where = f"variants.{run}"
+    entry = _mapping(variants[run], where)
+    unknown = sorted(set(entry) - set(VARIANT_KEYS))
+    if unknown:
+        raise ParamsError(f"{where}: unknown {', '.join(unknown)} (a run has {', '.join(VARIANT_KEYS)})")
+    experiment = require(entry, "experiment", where)
+    model, train = experiment_config(params, experiment)
+    train = merged(train, entry.get("train"), f"{where}.train", "train")
+    start = entry.get("start_from")
+    if start is None:
+        return experiment, model, train, None
+    if start not in START_FROM:
+        raise ParamsError(f"{where}.start_from: {start!r} is not one of {', '.join(START_FROM)}")
+    return experiment, model, train, require(_mapping(params.get("punctuate"), "punctuate"), start, "punctuate")
+
+
 def _resolve_profile(params: dict[str, Any], name: str) -> dict[str, Any]:
     """Profile ``name`` merged over the definitions: ``{"data", "train", "experiments"}``."""
     where = f"profiles.{name}"

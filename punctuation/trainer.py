@@ -52,6 +52,7 @@ from punctuation.scoring import score_labels
 from punctuation.train_config import UNLIMITED, Budget, TrainConfig
 from punctuation.train_data import TokenStore, epoch_plan, real_tokens, schedule_steps
 from punctuation.windows import predict_windows
+from punctuation.warm_start import warm_start
 
 log = logging.getLogger(__name__)
 
@@ -115,14 +116,18 @@ def transformer_schedule(warmup_steps: int):
     return multiplier
 
 
-def training_fingerprint(model_config: dict, train_config: dict | TrainConfig, features_dir: Path) -> str:
-    """Identifies a training run: its configuration and the content of the features it reads."""
+def training_fingerprint(model_config: dict, train_config: dict | TrainConfig, features_dir: Path,
+                         initial_weights: str | None = None) -> str:
+    """Identifies a training run: its configuration, the content of the features it reads and, for a warm
+    start, of the weights it starts from (``initial_weights``: their sha256; absent otherwise, so that the
+    fingerprints of runs from scratch stay what they were)."""
     if isinstance(train_config, TrainConfig):
         train_config = train_config.as_params()
-    payload = json.dumps(
-        {"model": model_config, "train": train_config, "features": file_sha256(Path(features_dir) / "manifest.json")},
-        sort_keys=True,
-    )
+    content = {"model": model_config, "train": train_config,
+               "features": file_sha256(Path(features_dir) / "manifest.json")}
+    if initial_weights is not None:
+        content["initial_weights"] = initial_weights
+    payload = json.dumps(content, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -279,6 +284,7 @@ def train_model(
     window: int,
     stride: int,
     budget: Budget | None = None,
+    init_from: str | Path | None = None,
 ) -> TrainResult:
     """Train ``model_config`` on the cached ``train`` split, select on ``dev``; write the best model to ``out_dir``.
 
@@ -291,6 +297,9 @@ def train_model(
     (so the model directory is self-contained for ``punctuate``) and ``learning_curves.png``.
     ``state_dir`` holds the resumable checkpoint; it is reused only when its fingerprint matches, and is
     locked while this call runs (:class:`punctuation.checkpoints.TrainingFolderLocked` for a second trainer).
+
+    ``init_from`` (a trained model directory) starts the run from its weights instead of a random initialisation
+    (:func:`punctuation.warm_start.warm_start`; a source that does not fit is a ``WarmStartError``).
     """
     started = time.perf_counter()
     config = TrainConfig.from_mapping(train_config)
@@ -310,7 +319,7 @@ def train_model(
             raise RuntimeError(f"{state_dir}: process 0 of this distributed run could not lock the folder")
         try:
             return _Run(Path(features_dir), Path(out_dir), Path(state_dir), model_config, config, window, stride,
-                        budget or UNLIMITED, processes, started).run()
+                        budget or UNLIMITED, processes, started, init_from).run()
         finally:
             if lock is not None:
                 lock.release()
@@ -325,7 +334,8 @@ class _Run:
     """One call of :func:`train_model` (set up, resumed, trained, written)."""
 
     def __init__(self, features_dir: Path, out_dir: Path, state_dir: Path, model_config: dict, config: TrainConfig,
-                 window: int, stride: int, budget: Budget, processes: Processes, started: float):
+                 window: int, stride: int, budget: Budget, processes: Processes, started: float,
+                 init_from: str | Path | None = None):
         self.features_dir, self.out_dir, self.state_dir = features_dir, out_dir, state_dir
         self.model_config, self.config, self.window, self.stride = model_config, config, window, stride
         self.budget, self.processes, self.started = budget, processes, started
@@ -342,6 +352,8 @@ class _Run:
             self.vocab_size = sum(1 for _ in handle)
         self.model = model = build_model(model_config, num_labels=len(LABELS), vector_dim=self.vector_dim,
                                          vocab_size=self.vocab_size)
+        # the source's weights (same on every process), before the device move and the optimizer
+        self.warm_start = None if init_from is None else warm_start(model, model_config, init_from, features_dir)
         resident = config.resident == "on" or (config.resident == "auto" and device.type == "cuda")
         train_words = load_split_words(features_dir, "train") if model.reads_words else None
         self.train = TokenStore(train.vectors, train.ids, train.labels, words=train_words, device=device,
@@ -365,7 +377,8 @@ class _Run:
         if config.max_steps is not None:  # a step budget, for models too slow for whole epochs on a CPU
             self.total_steps = min(self.total_steps, config.max_steps)
         self.scheduled_steps = self.total_steps
-        self.fingerprint = training_fingerprint(model_config, config, features_dir)
+        self.fingerprint = training_fingerprint(
+            model_config, config, features_dir, None if self.warm_start is None else self.warm_start["weights_sha256"])
         state_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint_path = state_dir / CHECKPOINT_FILE
         self.best_path = state_dir / BEST_FILE
@@ -683,7 +696,8 @@ class _Run:
             "peak_memory_bytes": peak, "peak_memory_kind": peak_kind,
         }
         info = {"vector_dim": self.vector_dim, "vocab_size": self.vocab_size, "window": self.window,
-                "stride": self.stride, "fingerprint": self.fingerprint}
+                "stride": self.stride, "fingerprint": self.fingerprint,
+                **({} if self.warm_start is None else {"initialised_from": self.warm_start})}
         config = {"model": self.model_config, "train": self.config.as_params(), "labels": list(LABELS), **info,
                   "metrics": metrics}
         (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")

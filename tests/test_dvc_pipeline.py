@@ -36,10 +36,14 @@ def tiny_params(corpus: dict[str, Path]) -> dict:
     params["audio"]["split_tokens"] = {"train": 600}
     params["speech2vec"].update(dim=8, encoder_hidden=8, decoder_hidden=8, epochs=1, min_count=1, batch_size=16,
                                 threads=1, train_splits=["train"])
-    params["variants"] = {"blstm_word_speech": {"experiment": "blstm", "features": "word_speech"},
+    # the default's runs (the speech model and its control start from the text model), and one more feature set
+    tuning = {"max_steps": 4, "eval_every_steps": 2}
+    params["variants"] = {"transformer_word_speech": {"experiment": "transformer", "features": "word_speech"},
                           "blstm_word_acoustic": {"experiment": "blstm", "features": "word_acoustic"},
-                          "blstm_word_pauses": {"experiment": "blstm", "features": "word_pauses"},
-                          "blstm_word_pauses_control": {"experiment": "blstm", "features": "word_pauses_control"}}
+                          "blstm_word_pauses": {"experiment": "blstm", "features": "word_pauses",
+                                                "start_from": "text_model", "train": tuning},
+                          "blstm_word_pauses_control": {"experiment": "blstm", "features": "word_pauses_control",
+                                                        "start_from": "text_model", "train": tuning}}
     real = corpus["iwslt"].parent / "ted_real"
     params["data"].update(real_speech_dir=str(real), real_speech_talks=write_real_talks(real), excluded_talks=[])
     params["profiles"]["tiny"] = {
@@ -86,7 +90,7 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
 
     first = ran_stages(dvc(workdir, "repro"))
     variant_stages = {f"{stage}@{run}" for stage in ("train_variant", "evaluate_variant")
-                      for run in ("blstm_word_speech", "blstm_word_acoustic", "blstm_word_pauses",
+                      for run in ("transformer_word_speech", "blstm_word_acoustic", "blstm_word_pauses",
                                   "blstm_word_pauses_control")}
     feature_sets = {f"embed_set@{name}" for name in tiny_params(corpus)["embed"]["feature_sets"]}
     assert first == {"prepare", "word_vectors", "embed", "train@transformer", "train@blstm", "evaluate@transformer",
@@ -94,14 +98,18 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
                      "report_variants", "fit_pauses", "evaluate_real"} | variant_stages | feature_sets
     real_report = (workdir / "reports" / "real_speech.md").read_text()
     assert "| audio_model (words + timing cues) | text + real timings |" in real_report
-    assert "word_speech2vec" in real_report and "audio_control" in real_report
+    assert "word_speech2vec" in real_report and "audio_control" in real_report and "transformer_words" in real_report
+    audio_model = json.loads((workdir / "variant_artifacts" / "blstm_word_pauses" / "blstm" / "model" /
+                              "config.json").read_text())
+    assert audio_model["initialised_from"]["path"] == "artifacts/blstm/model"
+    assert audio_model["metrics"]["steps"] == 4
     # a feature set no variant uses is not built
     assert (workdir / "data" / "feature_sets" / "learned" / "NOT_BUILT.txt").is_file()
     assert json.loads((workdir / "metrics" / "feature_sets" / "learned.json").read_text())["built"] is False
     summary = (workdir / "reports" / "summary.md").read_text()
-    assert "| blstm_word_speech | blstm | word + speech (sum) |" in summary
+    assert "| transformer_word_speech | transformer | word + speech (sum) |" in summary
     variants_report = (workdir / "reports" / "variants.md").read_text()
-    assert "| blstm_word_speech |" in variants_report and "| blstm |" in variants_report
+    assert "| blstm_word_acoustic |" in variants_report and "| blstm |" in variants_report
     speech2vec = json.loads((workdir / "metrics" / "speech2vec.json").read_text())
     assert speech2vec["training_segments"] > 100 and speech2vec["vocabulary"] > 10
     scores = json.loads((workdir / "metrics" / "eval" / "transformer.json").read_text())
@@ -131,7 +139,8 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     (workdir / "params.yaml").write_text(yaml.safe_dump(params))
     rerun = ran_stages(dvc(workdir, "repro"))
     assert "train@blstm" in rerun and "evaluate@blstm" in rerun
-    assert {"train_variant@blstm_word_speech", "train_variant@blstm_word_acoustic"} <= rerun
+    # every run depends on the text model (punctuate.text_model, the model a run may start from)
+    assert {"train_variant@blstm_word_pauses", "train_variant@blstm_word_acoustic"} <= rerun
     assert not rerun & ({"prepare", "embed", "train@transformer", "evaluate@transformer", "synthesize", "align",
                          "features", "speech2vec"} | feature_sets)
 
@@ -139,7 +148,7 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     params["embed"]["feature_sets"]["word_speech"]["combine"] = "concat"
     (workdir / "params.yaml").write_text(yaml.safe_dump(params))
     swapped = ran_stages(dvc(workdir, "repro"))
-    assert swapped == {"embed_set@word_speech", "train_variant@blstm_word_speech", "evaluate_variant@blstm_word_speech",
-                       "report_variants", "report", "evaluate_real"}  # the report's summary has a row per variant
+    assert swapped == {"embed_set@word_speech", "train_variant@transformer_word_speech",
+                       "evaluate_variant@transformer_word_speech", "report_variants", "report", "evaluate_real"}  # the report's summary has a row per variant
     manifest = json.loads((workdir / "data" / "feature_sets" / "word_speech" / "manifest.json").read_text())
     assert manifest["speech"]["combine"] == "concat" and manifest["dim"] == 16

@@ -99,7 +99,15 @@ def test_zero_relative_bias_is_standard_attention_and_a_learned_one_reaches_a_ne
     biased.load_state_dict({**plain.state_dict(), "relative_bias.table": torch.zeros(7, 4)})
     x, mask = torch.randn(3, 9, 16), torch.ones(3, 9, dtype=torch.bool)
     torch.testing.assert_close(biased(x, mask)[0], plain(x, mask)[0])
-    assert torch.allclose(RelativePositionBias(4, 3).table[:, 0], -0.5 * torch.tensor([3., 2, 1, 0, 1, 2, 3]))
+    # the initial table: head 0 points at the next word, head 1 at the previous one, the others are local
+    table = RelativePositionBias(4, 3).table
+    assert torch.allclose(table[:, 0], -3.0 * torch.tensor([4., 3, 2, 1, 0, 1, 2]))
+    assert torch.allclose(table[:, 1], -3.0 * torch.tensor([2., 1, 0, 1, 2, 3, 4]))
+    assert torch.allclose(table[:, 2], -0.5 * torch.tensor([3., 2, 1, 0, 1, 2, 3]))
+    assert torch.allclose(table[:, 3], -0.25 * torch.tensor([3., 2, 1, 0, 1, 2, 3]))
+    assert torch.allclose(RelativePositionBias(2, 3).table[:, 1], -0.25 * torch.tensor([3., 2, 1, 0, 1, 2, 3]))
+    pointed = torch.softmax(RelativePositionBias(4, 3)(9)[0], dim=-1)  # head 0 of every query but the last
+    assert torch.all(pointed[torch.arange(8), torch.arange(1, 9)] > 0.85)
     with torch.no_grad():  # a large bias at distance +1: every head of every layer attends to the next token
         biased.relative_bias.table[3 + 1] = 50.0
     maps = biased(x, mask)[1]

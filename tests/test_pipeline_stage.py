@@ -31,10 +31,11 @@ COMMAND_LINES = {
                   "--params=params.yaml --prepared=data/prepared --report=reports/speech2vec_report.md --score-only "
                   "--talks=data/audio/talks.tsv",
     "synthesize": "--metrics=metrics/audio.json --out=data/audio --params=params.yaml --prepared=data/prepared --quiet",
-    # the default run's options are unchanged; --device/--profile/--set and the time budget were added
-    "train": "--artifacts=artifacts --checkpoints=checkpoints --device=None --experiment=None! "
+    # the default run's options are unchanged; --device/--profile/--set, the time budget and --variant (instead of
+    # --experiment: one of the two is required) were added
+    "train": "--artifacts=artifacts --checkpoints=checkpoints --device=None --experiment=None "
              "--features=data/features --metrics=metrics/train --params=params.yaml --pause-after-s=None "
-             "--profile=None --set+ --stop-after-s=None",
+             "--profile=None --set+ --stop-after-s=None --variant=None",
 }
 
 
