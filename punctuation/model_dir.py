@@ -39,16 +39,21 @@ class ModelDirectoryError(ValueError):
     """A trained model directory whose files are damaged or do not fit together (the message names the file)."""
 
 
+def _read_json(path: Path, damaged: str = "") -> Any:
+    """The JSON in ``path``; a file that is not JSON is a :class:`ModelDirectoryError` naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ModelDirectoryError(f"{path}: not valid JSON ({error}){damaged}") from error
+
+
 def read_config(model_dir: str | Path) -> dict[str, Any]:
     """``config.json`` of a model directory, checked for the keys the model is rebuilt from."""
     model_dir = Path(model_dir)
     path = model_dir / CONFIG_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{model_dir}: not a trained model directory (no {CONFIG_FILE})")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ModelDirectoryError(f"{path}: not valid JSON ({error}); the model directory is damaged") from error
+    config = _read_json(path, "; the model directory is damaged")
     missing = [key for key in REQUIRED_CONFIG if not isinstance(config, dict) or key not in config]
     if missing:
         raise ModelDirectoryError(f"{path}: lacks {', '.join(missing)}; not a config written by training")
@@ -61,10 +66,7 @@ def _check_embedder(model_dir: Path, config: dict[str, Any]) -> None:
     meta_path = directory / "embedder.json"
     if not meta_path.is_file():
         raise FileNotFoundError(f"{meta_path}: missing; the model directory has no token embedder")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ModelDirectoryError(f"{meta_path}: not valid JSON ({error})") from error
+    meta = _read_json(meta_path)
     if meta.get("vocab_size") != config["vocab_size"]:
         raise ModelDirectoryError(f"{meta_path}: vocabulary of {meta.get('vocab_size')} ids, but the model in "
                                   f"{model_dir / CONFIG_FILE} has {config['vocab_size']}")

@@ -131,11 +131,6 @@ def training_fingerprint(model_config: dict, train_config: dict | TrainConfig, f
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def to_device(batch: dict, device: torch.device) -> dict:
-    return {key: value.to(device, non_blocking=True) if isinstance(value, torch.Tensor) else value
-            for key, value in batch.items()}
-
-
 # --------------------------------------------------------------------------------------------------- processes
 
 @dataclass
