@@ -38,6 +38,33 @@ def test_the_readme_shows_the_metrics_of_the_default_pipeline():
     assert (REPO / "reports" / "summary.md").read_text(encoding="utf-8") == expected
 
 
+def markdown_table_after(text: str, heading: str) -> str:
+    """The first table after ``heading`` in a markdown text (its lines from the first ``|`` line on)."""
+    rest = text[text.index(heading) + len(heading):].splitlines()
+    first = next(i for i, line in enumerate(rest) if line.startswith("|"))
+    table = []
+    for line in rest[first:]:
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    return "\n".join(table)
+
+
+def test_the_readme_shows_the_real_speech_table_that_evaluate_real_wrote():
+    """The README's real-speech table is the `evaluate_real` stage's "All talks" table, row for row."""
+    report = REPO / "reports" / "real_speech.md"
+    if not report.exists():
+        pytest.skip("the default pipeline's evaluate_real has not run")
+    expected = markdown_table_after(report.read_text(encoding="utf-8"), "## All talks")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert markdown_table_after(readme, "Real speech, the two development talks") == expected
+
+
+def test_markdown_table_after_takes_the_first_table_after_the_heading():
+    text = "| a |\n\n## H\n\nsome text\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\nafter\n| z |\n"
+    assert markdown_table_after(text, "## H") == "| x | y |\n|---|---|\n| 1 | 2 |"
+
+
 def test_the_summary_table_comes_from_the_metrics_files(tmp_path):
     metrics = tmp_path / "metrics"
     write(metrics / "eval" / "transformer.json", {"ref": scores(0.5), "asr": scores(0.4)})
