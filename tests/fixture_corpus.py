@@ -56,14 +56,23 @@ def write_corpus(root: Path, *, talks: int = 40, sentences_per_talk: int = 30) -
     return {"iwslt": iwslt, "ted": ted, "vectors": vectors}
 
 
+def write_prepared_corpus(corpus_dir: Path, prepared_dir: Path, *, talks: int, sentences_per_talk: int,
+                          train_tokens: int) -> dict[str, Path]:
+    """A tiny corpus in ``corpus_dir``, prepared into ``prepared_dir``; returns :func:`write_corpus`'s paths."""
+    from punctuation.prepare import prepare_data
+
+    corpus = write_corpus(corpus_dir, talks=talks, sentences_per_talk=sentences_per_talk)
+    prepare_data(corpus["iwslt"], corpus["ted"], prepared_dir, eval_splits=SPLIT_FILES, train_tokens=train_tokens,
+                 overlap_ngram=8, overlap_min_shared_fraction=0.02, seed=1)
+    return corpus
+
+
 def write_feature_cache(root: Path, *, talks: int, sentences_per_talk: int, train_tokens: int) -> Path:
     """A tiny corpus under ``root``, prepared and cached with its word2vec vectors; returns the cache folder."""
     from embeddings.cache import build_feature_cache
-    from punctuation.prepare import prepare_data
 
-    corpus = write_corpus(root, talks=talks, sentences_per_talk=sentences_per_talk)
-    prepare_data(corpus["iwslt"], corpus["ted"], root / "prepared", eval_splits=SPLIT_FILES,
-                 train_tokens=train_tokens, overlap_ngram=8, overlap_min_shared_fraction=0.02, seed=1)
+    corpus = write_prepared_corpus(root, root / "prepared", talks=talks, sentences_per_talk=sentences_per_talk,
+                                   train_tokens=train_tokens)
     build_feature_cache(root / "prepared", root / "features",
                         word_source={"type": "word2vec-text", "path": str(corpus["vectors"])}, oov="random")
     return root / "features"
@@ -72,6 +81,7 @@ def write_feature_cache(root: Path, *, talks: int, sentences_per_talk: int, trai
 TINY_MODEL = {"name": "transformer", "d_model": 32, "heads": 4, "ffn": 64, "encoder_layers": 1,
               "decoder_layers": 1, "dropout": 0.1, "aligned_memory": True, "input_scale": 1.0,
               "relative_window": 0}
+TINY_BLSTM = {"name": "blstm", "hidden": 16, "layers": 1, "dropout": 0.1}
 TINY_TRAIN = {"seed": 3, "device": "cpu", "threads": 1, "batch_size": 8, "seq_len": 30, "epochs": 3,
               "lr": 0.003, "warmup_steps": 10, "label_smoothing": 0.1, "clip_norm": 1.0, "eval_every_steps": 20,
               "log_every_steps": 5, "dev_eval_tokens": 300, "max_steps": None}

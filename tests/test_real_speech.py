@@ -15,7 +15,6 @@ from embeddings.cache import SPEECH_JSON, SPLITS, build_feature_cache
 from embeddings.speech_sources import PAUSES_FILE
 from embeddings.timing_features import PauseModel
 from punctuation import cli
-from punctuation.prepare import prepare_data
 from punctuation.real_speech import (
     evaluate_real_speech,
     fit_pause_model,
@@ -23,10 +22,9 @@ from punctuation.real_speech import (
     real_speech_markdown,
     simulate_split_cues,
 )
-from tests.fixture_corpus import SPLIT_FILES, TINY_TRAIN, write_corpus
+from tests.fixture_corpus import TINY_BLSTM, TINY_TRAIN, write_prepared_corpus
 from tests.fixture_real_speech import write_real_talks
 
-TINY_BLSTM = {"name": "blstm", "hidden": 16, "layers": 1, "dropout": 0.1}
 FEATURES = ["pause", "duration"]
 
 
@@ -36,9 +34,8 @@ def setup(tmp_path_factory):
     from punctuation.training import train_model
 
     root = tmp_path_factory.mktemp("real_speech")
-    corpus = write_corpus(root / "corpus", talks=8, sentences_per_talk=10)
-    prepare_data(corpus["iwslt"], corpus["ted"], root / "prepared", eval_splits=SPLIT_FILES, train_tokens=800,
-                 overlap_ngram=8, overlap_min_shared_fraction=0.02, seed=1)
+    corpus = write_prepared_corpus(root / "corpus", root / "prepared", talks=8, sentences_per_talk=10,
+                                   train_tokens=800)
     real = root / "ted_real"
     talks = write_real_talks(real)
     model = fit_pause_model(real, talks, min_pool=5)

@@ -16,22 +16,18 @@ from punctuation.params import ParamsError, variant_config
 from punctuation.training import train_model
 from punctuation.warm_start import WarmStartError, warm_start
 from models import build_model
-from tests.fixture_corpus import SPLIT_FILES, TINY_TRAIN, write_corpus
+from tests.fixture_corpus import TINY_BLSTM, TINY_TRAIN, write_prepared_corpus
 from tests.helpers import write_word2vec_text
 
-TINY_BLSTM = {"name": "blstm", "hidden": 16, "layers": 1, "dropout": 0.1}
 TRAIN = {**TINY_TRAIN, "max_steps": 6, "eval_every_steps": 3, "dev_eval_tokens": 100}
 
 
 @pytest.fixture(scope="module")
 def caches(tmp_path_factory):
     """A word-only cache, the same words with a 3-d speech part concatenated, and summed; a text model."""
-    from punctuation.prepare import prepare_data
-
     root = tmp_path_factory.mktemp("warm_start")
-    corpus = write_corpus(root / "corpus", talks=8, sentences_per_talk=10)
-    prepare_data(corpus["iwslt"], corpus["ted"], root / "prepared", eval_splits=SPLIT_FILES, train_tokens=800,
-                 overlap_ngram=8, overlap_min_shared_fraction=0.02, seed=1)
+    corpus = write_prepared_corpus(root / "corpus", root / "prepared", talks=8, sentences_per_talk=10,
+                                   train_tokens=800)
     words = [line.split()[0] for line in corpus["vectors"].read_text().splitlines()[1:]]
     rng = np.random.default_rng(0)
     speech3 = write_word2vec_text(root / "speech3.txt", {w: list(rng.normal(size=3)) for w in words})
