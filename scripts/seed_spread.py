@@ -34,42 +34,42 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from punctuation.params import load_params  # noqa: E402
 
-# name prefix -> (experiment, variant run or None, feature set or None for data/features)
+# name prefix -> (experiment, variant run of params.yaml `variants` or None for the experiment on data/features);
+# a variant's feature set is read from params.yaml.
 RUNS = {
-    "words": ("transformer", None, None),
-    "ws": ("transformer", "transformer_word_speech", "word_speech"),
-    "text": ("blstm", None, None),
-    "blstm_word_pauses": ("blstm", "blstm_word_pauses", "word_pauses"),
-    "blstm_word_pauses_control": ("blstm", "blstm_word_pauses_control", "word_pauses_control"),
-}
-# The pipeline's own run of each, as seed 1: its model directory and metrics, relative to the repository.
-PIPELINE_RUN = {
-    "words": ("artifacts/transformer/model", "metrics/eval/transformer.json"),
-    "ws": ("variant_artifacts/transformer_word_speech/transformer/model",
-           "metrics/eval_variants/transformer_word_speech/transformer.json"),
-    "text": ("artifacts/blstm/model", "metrics/eval/blstm.json"),
-    "blstm_word_pauses": ("variant_artifacts/blstm_word_pauses/blstm/model",
-                          "metrics/eval_variants/blstm_word_pauses/blstm.json"),
-    "blstm_word_pauses_control": ("variant_artifacts/blstm_word_pauses_control/blstm/model",
-                                  "metrics/eval_variants/blstm_word_pauses_control/blstm.json"),
+    "words": ("transformer", None),
+    "ws": ("transformer", "transformer_word_speech"),
+    "text": ("blstm", None),
+    "blstm_word_pauses": ("blstm", "blstm_word_pauses"),
+    "blstm_word_pauses_control": ("blstm", "blstm_word_pauses_control"),
 }
 
 
 def run_paths(out: Path, prefix: str, seed: int) -> tuple[Path, Path]:
-    """The model directory and the scores file of run ``prefix`` with ``seed`` (seed 1: the pipeline's own)."""
+    """The model directory and the scores file of run ``prefix`` with ``seed``; seed 1 is the pipeline's own run
+    (``artifacts/EXPERIMENT/model`` and ``metrics/eval/EXPERIMENT.json``, or for a variant
+    ``variant_artifacts/RUN/EXPERIMENT/model`` and ``metrics/eval_variants/RUN/EXPERIMENT.json``)."""
+    experiment, variant = RUNS[prefix]
     if seed == 1:
-        model, scores = PIPELINE_RUN[prefix]
-        return Path(model), Path(scores)
-    experiment = RUNS[prefix][0]
+        if variant is None:
+            return Path("artifacts") / experiment / "model", Path("metrics/eval") / f"{experiment}.json"
+        return (Path("variant_artifacts") / variant / experiment / "model",
+                Path("metrics/eval_variants") / variant / f"{experiment}.json")
     name = f"{prefix}_{seed}"
     return out / name / experiment / "model", out / "eval" / name / f"{experiment}.json"
 
 
-def seed_commands(prefix: str, seed: int, out: Path, params: Path) -> list[list[str]]:
-    """The train and evaluate commands of run ``prefix`` with ``seed`` (``params``: the params it trains with)."""
-    experiment, variant, feature_set = RUNS[prefix]
+def features_dir(params: Mapping[str, Any], prefix: str) -> str:
+    """The feature cache run ``prefix`` reads: its variant's feature set in ``params``, or ``data/features``."""
+    variant = RUNS[prefix][1]
+    return f"data/feature_sets/{params['variants'][variant]['features']}" if variant else "data/features"
+
+
+def seed_commands(prefix: str, seed: int, out: Path, params: Path, features: str) -> list[list[str]]:
+    """The train and evaluate commands of run ``prefix`` with ``seed`` (``params``: the params file it trains with,
+    ``features``: the feature cache it reads)."""
+    experiment, variant = RUNS[prefix]
     name = f"{prefix}_{seed}"
-    features = f"data/feature_sets/{feature_set}" if feature_set else "data/features"
     target = ["--variant", variant] if variant else ["--experiment", experiment]
     train = [sys.executable, "-m", "pipeline.train", *target, "--params", str(params), "--features", features,
              "--set", f"seed={seed}", "--artifacts", str(out / name), "--checkpoints", str(out / "checkpoints" / name),
@@ -91,15 +91,15 @@ def seed_params(params_path: Path, out: Path, seed: int) -> Path:
     return path
 
 
-def train_seed(seed: int, out: Path, params_path: Path, prefixes: Sequence[str]) -> None:
+def train_seed(seed: int, out: Path, params_path: Path, params: Mapping[str, Any], prefixes: Sequence[str]) -> None:
     """Train and evaluate every run of ``prefixes`` with ``seed`` whose scores are not there yet (text model
-    first: the speech model and the control start from it)."""
+    first: the speech model and the control start from it); ``params``: ``params_path`` loaded."""
     for prefix in sorted(prefixes, key=lambda p: p != "text"):
         if run_paths(out, prefix, seed)[1].exists():
             print(f"seed {seed}: {prefix} already scored", flush=True)
             continue
-        params = seed_params(params_path, out, seed) if RUNS[prefix][1] else params_path
-        for command in seed_commands(prefix, seed, out, params):
+        run_params = seed_params(params_path, out, seed) if RUNS[prefix][1] else params_path
+        for command in seed_commands(prefix, seed, out, run_params, features_dir(params, prefix)):
             print("+", " ".join(command), flush=True)
             subprocess.run(command, check=True)
 
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     for seed in args.seeds:
         if seed == 1:
             parser.error("seed 1 is the default pipeline's own run: give other seeds")
-        train_seed(seed, args.out, args.params, chosen)
+        train_seed(seed, args.out, args.params, params, chosen)
     seeds = [1, *args.seeds]
     for prefix in chosen:
         if not run_paths(args.out, prefix, 1)[1].exists():

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from punctuation.params import load_params
+
 REPO = Path(__file__).resolve().parents[1]
 TALKS = ["TalkA", "TalkB"]
 
@@ -24,8 +26,21 @@ def load_script():
 seed_spread = load_script()
 
 
+PARAMS = {"variants": {"blstm_word_pauses": {"experiment": "blstm", "features": "word_pauses"},
+                      "blstm_word_pauses_control": {"experiment": "blstm", "features": "word_pauses_control"}}}
+
+
+def test_a_variant_reads_its_feature_set_from_the_params():
+    assert seed_spread.features_dir(PARAMS, "blstm_word_pauses") == "data/feature_sets/word_pauses"
+    assert seed_spread.features_dir(PARAMS, "text") == "data/features"
+    params = load_params(REPO / "params.yaml")
+    word_speech = params["variants"]["transformer_word_speech"]["features"]
+    assert seed_spread.features_dir(params, "ws") == f"data/feature_sets/{word_speech}"
+
+
 def test_a_variant_run_trains_the_variant_with_the_seed_on_its_feature_set(tmp_path):
-    train, evaluate = seed_spread.seed_commands("blstm_word_pauses", 2, tmp_path, tmp_path / "params_2.yaml")
+    features = seed_spread.features_dir(PARAMS, "blstm_word_pauses")
+    train, evaluate = seed_spread.seed_commands("blstm_word_pauses", 2, tmp_path, tmp_path / "params_2.yaml", features)
     assert train[1:4] == ["-m", "pipeline.train", "--variant"] and train[4] == "blstm_word_pauses"
     assert train[train.index("--set") + 1] == "seed=2"
     assert train[train.index("--features") + 1] == "data/feature_sets/word_pauses"
@@ -40,7 +55,8 @@ def test_a_variant_run_trains_the_variant_with_the_seed_on_its_feature_set(tmp_p
 
 
 def test_an_experiment_run_trains_on_the_default_features():
-    train, _ = seed_spread.seed_commands("words", 3, Path("out"), Path("params.yaml"))
+    train, _ = seed_spread.seed_commands("words", 3, Path("out"), Path("params.yaml"),
+                                         seed_spread.features_dir(PARAMS, "words"))
     assert train[train.index("--experiment") + 1] == "transformer"
     assert train[train.index("--features") + 1] == "data/features"
     assert "--variant" not in train
@@ -71,11 +87,12 @@ def test_runs_already_scored_are_not_trained_again_and_the_text_model_comes_firs
     scored.write_text("{}")
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
-    seed_spread.train_seed(2, out, params, ["blstm_word_pauses", "blstm_word_pauses_control", "text"])
+    seed_spread.train_seed(2, out, params, PARAMS, ["blstm_word_pauses", "blstm_word_pauses_control", "text"])
     trained = [c[c.index("--artifacts") + 1] for c in calls if "pipeline.train" in c]
     assert trained == [str(out / "text_2"), str(out / "blstm_word_pauses_2")]
     speech_train = next(c for c in calls if "--variant" in c)
     assert speech_train[speech_train.index("--params") + 1] == str(out / "params_2.yaml")
+    assert speech_train[speech_train.index("--features") + 1] == "data/feature_sets/word_pauses"
 
 
 def row(ref, text, period=None, timings=None, timings_period=None, talks=None):
@@ -132,3 +149,6 @@ def test_the_committed_reports_are_what_the_script_writes_from_its_summary():
     table = seed_spread.real_speech_seeds_markdown(summary, seeds, ["AlGore_2006", "AmySmith_2006"])
     assert [line for line in table.splitlines() if line.startswith("| ")] == \
         [line for line in real.splitlines() if line.startswith("| ")]
+    speech2vec = (REPO / "reports" / "transformer_speech2vec_seeds.md").read_text(encoding="utf-8")
+    assert [line for line in seed_spread.speech2vec_markdown(summary, seeds).splitlines() if line.startswith("| ")] \
+        == [line for line in speech2vec.splitlines() if line.startswith("| ")]
