@@ -9,7 +9,7 @@ from typing import Protocol
 from aligner.mfa_backend import MfaBackend
 from aligner.pocketsphinx_backend import PocketsphinxBackend
 from aligner.timing import check_timings
-from aligner.types import AlignConfig, PoorAlignmentError, WordTiming, placement_problem
+from aligner.types import AlignConfig, PoorAlignmentError, WordTiming, placement_problem, too_few_placed
 
 __all__ = ["Backend", "DEFAULT_BACKEND", "register_backend", "get_backend", "backend_names", "align"]
 
@@ -53,7 +53,8 @@ def align(audio_path: str | os.PathLike, words: Sequence[str], *, config: AlignC
     Returns one :class:`WordTiming` per word, in order (unaligned words: ``aligned=False``, see
     :class:`WordTiming`). Raises :class:`aligner.AudioError` for unusable audio,
     :class:`aligner.BackendUnavailable` when the backend is not installed, and
-    :class:`aligner.PoorAlignmentError` when ``config.min_placed_share`` is set and fewer words were placed.
+    :class:`aligner.PoorAlignmentError` when ``config.min_placed_share`` is set and no more than that share of
+    the words was placed (:func:`aligner.types.too_few_placed`).
     """
     chosen = get_backend(backend)  # each backend raises BackendUnavailable itself (it knows its config)
     config = config or AlignConfig()
@@ -61,7 +62,7 @@ def align(audio_path: str | os.PathLike, words: Sequence[str], *, config: AlignC
     timings = chosen.align(audio_path, words, config=config)
     check_timings(words, timings)
     placed = sum(bool(timing.aligned) for timing in timings)
-    if config.min_placed_share is not None and words and placed < config.min_placed_share * len(words):
+    if too_few_placed(placed, len(words), config.min_placed_share):
         raise PoorAlignmentError(placement_problem(audio_path, placed, len(words))
                                  + f"; below min_placed_share {config.min_placed_share}", placed=placed,
                                  total=len(words))

@@ -5,6 +5,8 @@ features and MFCC frames, and the three audio stages of the pipeline.
   word timings; over :mod:`audio.engines` (flite and espeak-ng through :mod:`ctypes`) and
   :mod:`audio.spoken` (what the engine is given per token; clitics, silent tokens, marks).
 * :mod:`audio.real_audio` -- plug in real recordings instead.
+* :mod:`audio.tedlium` -- or TED-LIUM's recordings, matched to the talks by name and text, with its STM segments
+  as anchors for the alignment.
 * :mod:`audio.reference_speech` -- a text spoken with reference word timings, for the aligner's tests and
   ``benchmarks/alignment.py``.
 * :mod:`audio.features` -- pauses, durations, f0 and energy per token with a missing-value mask, and a

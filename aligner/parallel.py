@@ -1,0 +1,240 @@
+"""Running one function over many talks: in this process, in local worker processes, or on a Dask cluster.
+
+The one executor of the project for talk-sized work: ``python -m aligner batch`` and the ``align`` and
+``features`` stages (:mod:`audio.align_stage`, :mod:`audio.features_stage`) all go through :func:`run_tasks`.
+
+    outcomes = run_tasks(align_one, tasks, names=[t.name for t in tasks], workers=4)           # local processes
+    outcomes = run_tasks(align_one, tasks, names=..., scheduler="tcp://10.0.0.5:8786")         # a Dask cluster
+
+* ``workers=1`` runs every task here, in order (no process is started); ``workers=N`` (N > 1) in a pool of N
+  local processes (:class:`concurrent.futures.ProcessPoolExecutor`, started with ``spawn``: no state of this
+  process leaks into a worker); ``workers=None`` uses every core this process may run on.
+* ``scheduler``: the address of a Dask distributed scheduler (``dask.distributed.Client(scheduler)``; start one
+  with ``dask scheduler`` and ``dask worker ADDRESS`` on each machine, or ``LocalCluster``). ``workers`` is
+  then ignored: the cluster has its own. The function is sent by reference, so the workers must be able to
+  import this project (``pip install -e .`` there), and every path in a task must mean the same file on every
+  worker (a shared file system).
+* Whatever the engine, each outcome comes back in the order of ``tasks`` (:class:`Outcome`: the value, or the
+  error as one line naming the task), and an exception in one task never stops the others -- nor does a task that
+  kills its worker process: the tasks its broken pool took down are run again, and only that one fails (Dask
+  retries a task whose worker died and gives up with ``KilledWorker``).
+* Worker processes start with ``spawn``: they import the main module again, so a script that calls this with
+  ``workers > 1`` must keep its work under ``if __name__ == "__main__":`` (the project's commands do). The work itself
+  must not depend on which worker runs it, nor on the order; then the results are the same, byte for byte,
+  whatever the engine and the worker count (the tests check it for the aligner and the feature stage).
+* ``progress``: a tqdm bar over the tasks, advanced as each one finishes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CONNECT_TIMEOUT_S", "Outcome", "SchedulerUnavailable", "available_cores", "describe_engine",
+           "resolve_workers", "run_tasks"]
+
+#: How long to try reaching a Dask scheduler before giving up (seconds).
+CONNECT_TIMEOUT_S = 20.0
+
+
+class SchedulerUnavailable(RuntimeError):
+    """The Dask scheduler named could not be reached (the message names its address)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one task gave: ``value`` when it returned, else ``error`` (one line, ``Type: message``)."""
+
+    name: str
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def available_cores() -> int:
+    """The number of cores this process may run on (its CPU affinity where the OS tells; at least 1)."""
+    if hasattr(os, "process_cpu_count"):  # Python >= 3.13
+        count = os.process_cpu_count()
+    elif hasattr(os, "sched_getaffinity"):
+        count = len(os.sched_getaffinity(0))
+    else:  # pragma: no cover - macOS, Windows
+        count = os.cpu_count()
+    return max(1, int(count or 1))
+
+
+def resolve_workers(workers: int | None) -> int:
+    """``workers`` as a count: None -> :func:`available_cores`; refuses anything below 1."""
+    if workers is None:
+        return available_cores()
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer or None (every core), not {workers!r}")
+    return workers
+
+
+def describe_engine(workers: int | None, scheduler: str | None) -> str:
+    """How :func:`run_tasks` will run, in words (for reports)."""
+    if scheduler:
+        return f"dask scheduler {scheduler}"
+    count = resolve_workers(workers)
+    return "this process" if count == 1 else f"{count} local processes"
+
+
+def _error_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}".replace("\t", " ").replace("\r", " ").replace("\n", " | ")
+
+
+def _progress(total: int, enabled: bool, desc: str):  # noqa: ANN202
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="talk", file=sys.stderr)
+
+
+def run_tasks(
+    function: Callable[[Any], Any],
+    tasks: Sequence[Any],
+    *,
+    names: Sequence[str] | None = None,
+    workers: int | None = 1,
+    scheduler: str | None = None,
+    progress: bool = False,
+    desc: str = "talks",
+) -> list[Outcome]:
+    """``function(task)`` for every task; one :class:`Outcome` per task, in the order of ``tasks``.
+
+    ``function`` must be a module-level function and each task picklable (they travel to other processes);
+    ``names`` (default: the task's position) name the tasks in errors and in Dask's task keys.
+    """
+    tasks = list(tasks)
+    names = [str(name) for name in names] if names is not None else [str(index) for index in range(len(tasks))]
+    if len(names) != len(tasks):
+        raise ValueError(f"{len(names)} names for {len(tasks)} tasks")
+    if not tasks:
+        return []
+    if scheduler:
+        return _run_dask(function, tasks, names, scheduler, progress, desc)
+    count = min(resolve_workers(workers), len(tasks))
+    if count == 1:
+        return _run_here(function, tasks, names, progress, desc)
+    return _run_processes(function, tasks, names, count, progress, desc)
+
+
+def _run_here(function, tasks, names, progress, desc) -> list[Outcome]:  # noqa: ANN001
+    bar = _progress(len(tasks), progress, desc)
+    outcomes = []
+    try:
+        for name, task in zip(names, tasks):
+            try:
+                outcomes.append(Outcome(name, value=function(task)))
+            except Exception as error:  # noqa: BLE001 -- recorded per task, the others carry on
+                outcomes.append(Outcome(name, error=_error_line(error)))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return outcomes
+
+
+def _run_processes(function, tasks, names, count, progress, desc) -> list[Outcome]:  # noqa: ANN001
+    from concurrent.futures.process import BrokenProcessPool
+
+    bar = _progress(len(tasks), progress, desc)
+    results: dict[int, Outcome] = {}
+    try:
+        pending = list(range(len(tasks)))
+        # A worker that dies (a crash in native code, killed for memory) breaks the whole pool, and every task
+        # still in it fails with it: those are run again in a fresh pool, and when a round makes no progress,
+        # each alone, so that only the task that kills its worker fails.
+        while pending:
+            broken = _pool_round(function, tasks, names, pending, count, results, bar)
+            if not broken:
+                break
+            if len(broken) == len(pending):
+                for index in broken:
+                    retry = _pool_round(function, tasks, names, [index], 1, results, bar)
+                    if retry:
+                        results[index] = Outcome(names[index], error=f"{BrokenProcessPool.__name__}: {retry[index]}")
+                        if bar is not None:
+                            bar.update(1)
+                break
+            pending = sorted(broken)
+    finally:
+        if bar is not None:
+            bar.close()
+    return [results[index] for index in range(len(tasks))]
+
+
+def _pool_round(function, tasks, names, indices, count, results, bar) -> dict[int, str]:  # noqa: ANN001
+    """Run ``tasks[indices]`` in a fresh pool of ``count`` processes into ``results``; the tasks lost to a broken
+    pool (index -> message) are left out of ``results`` for the caller to run again."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    broken: dict[int, str] = {}
+    pool = ProcessPoolExecutor(max_workers=min(count, len(indices)), mp_context=multiprocessing.get_context("spawn"))
+    try:
+        pending = {pool.submit(function, tasks[index]): index for index in indices}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                index = pending.pop(future)
+                try:
+                    results[index] = Outcome(names[index], value=future.result())
+                except BrokenProcessPool as error:
+                    broken[index] = str(error) or "a worker process died"
+                    continue
+                except Exception as error:  # noqa: BLE001 -- recorded per task, the others carry on
+                    results[index] = Outcome(names[index], error=_error_line(error))
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return broken
+
+
+def _run_dask(function, tasks, names, scheduler, progress, desc) -> list[Outcome]:  # noqa: ANN001
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError as error:  # pragma: no cover - dask is a pinned dependency
+        raise RuntimeError("a Dask scheduler was given but dask.distributed is not installed "
+                           "(pip install dask distributed)") from error
+
+    bar = _progress(len(tasks), progress, desc)
+    results: dict[int, Outcome] = {}
+    run = uuid.uuid4().hex[:8]
+    try:
+        client = Client(scheduler, set_as_default=False, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError, ValueError) as error:
+        if bar is not None:
+            bar.close()
+        raise SchedulerUnavailable(f"cannot reach the Dask scheduler at {scheduler!r} within {CONNECT_TIMEOUT_S:g} s: "
+                                   f"{error}") from error
+    try:
+        futures = {}
+        for index, (name, task) in enumerate(zip(names, tasks)):
+            key = f"{desc}-{run}-{index}-{name}".replace(" ", "_")
+            futures[client.submit(function, task, key=key, pure=False)] = index
+        for future in as_completed(list(futures), loop=client.loop):
+            index = futures[future]
+            try:
+                results[index] = Outcome(names[index], value=future.result())
+            except Exception as error:  # noqa: BLE001 -- a task's error, or KilledWorker
+                results[index] = Outcome(names[index], error=_error_line(error))
+            future.release()
+            if bar is not None:
+                bar.update(1)
+    finally:
+        client.close()
+        if bar is not None:
+            bar.close()
+    return [results[index] for index in range(len(tasks))]
