@@ -106,7 +106,7 @@ class _Flite:
             function.restype, function.argtypes = restype, argtypes
         self.lib.flite_init()
         self.voices: dict[str, int] = {}
-        self.version = "flite-2.2 (libflite.so.1)"
+        self.version = "flite-2.2 (libflite.so.1; rand seeded per utterance)"
 
     def _voice(self, voice: str) -> int:
         if voice not in self.voices:
@@ -132,6 +132,9 @@ class _Flite:
         lib = self.lib
         lib.feat_set_float(features, b"duration_stretch", 1.0 / rate)
         lib.feat_set_float(features, b"f0_shift", pitch)
+        # flite's voices draw from libc's rand(): seeded here, an utterance's audio no longer depends on what this
+        # process synthesised before it (a resumed stage makes the same bytes as an uninterrupted one)
+        _LIBC.srand(FLITE_RAND_SEED)
         utterance = lib.flite_synth_text(" ".join(texts).encode("utf-8"), pointer)
         if not utterance:
             raise RuntimeError("flite_synth_text returned no utterance")
@@ -175,6 +178,11 @@ class _Flite:
         finally:
             lib.delete_utterance(utterance)
         return EngineOutput(audio, sample_rate, _match_tokens(texts, flite_tokens))
+
+
+#: The seed of libc's rand() before every flite utterance (see FliteEngine.synthesize).
+FLITE_RAND_SEED = 1
+_LIBC = ctypes.CDLL(None)
 
 
 class _CstVoice(ctypes.Structure):

@@ -15,6 +15,12 @@ stages' reports); resumable talk by talk, a failing talk is recorded with its er
     :data:`audio.features.NEUTRAL_VALUES` (``duration`` 0 outside talks) -- never NaN. Per-talk results are
     cached under ``<split>/talks/`` (fingerprint: the alignment's fingerprint, the Parquet's bytes and the
     feature settings).
+
+    In parallel: the talks of every split go through :func:`aligner.parallel.run_tasks` (``workers`` local
+    processes, or a Dask scheduler); each worker computes or finds its talk's arrays in the cache, and the
+    split's arrays are then assembled here from the cache in token order, so every output is the same, byte for
+    byte, whatever the engine or worker count (the per-talk ``.npz`` carry no time of writing; compute times go
+    to the report only, and are this run's).
 """
 
 from __future__ import annotations
@@ -22,18 +28,20 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from aligner.parallel import describe_engine, run_tasks
 from audio.features import FEATURE_NAMES, NEUTRAL_VALUES, talk_features
 from audio.report import audio_report_markdown
-from audio.stage_common import (AUDIO_SPLITS, STAGE_VERSION, error_text, progress_bar, read_alignment, read_json,
-                                read_split, sha256_file, sha256_json, write_json)
+from audio.stage_common import (AUDIO_SPLITS, STAGE_VERSION, read_alignment, read_json, read_split, sha256_file,
+                                sha256_json, write_json)
 from audio.synthesis import talk_stem
 from corpus.frames import FRAMES_FILE, OFFSETS_FILE, RaggedFrames
-from corpus.io import atomic_path
+from corpus.io import atomic_path, split_run_facts
 from corpus.talks_table import TALKS_TABLE, read_talks_table
 
 __all__ = ["audio_report_markdown", "token_features"]
@@ -44,6 +52,75 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
         np.save(handle, array)
 
 
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Like :func:`numpy.savez` (uncompressed), but the same arrays always give the same bytes: the zip entries
+    carry a fixed date instead of the time of writing. Written atomically."""
+    import zipfile
+
+    with atomic_path(path, suffix=".npz") as temporary:
+        with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for name in sorted(arrays):
+                entry = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+                entry.external_attr = 0o644 << 16
+                with archive.open(entry, "w", force_zip64=True) as handle:
+                    np.lib.format.write_array(handle, np.asanyarray(arrays[name]), allow_pickle=False)
+
+
+@dataclass(frozen=True)
+class _Task:
+    """One talk's features to compute or find in the cache (plain, picklable values)."""
+
+    split: str
+    talk: str
+    wav: str
+    parquet: str
+    alignment_fingerprint: str | None
+    words: tuple[str, ...]
+    cache_dir: str
+    settings: dict[str, Any]
+    config: Any
+    width: int
+
+
+def _cached_arrays(npz: Path, count: int, width: int) -> dict[str, np.ndarray] | None:
+    try:
+        with np.load(npz) as data:
+            arrays = {key: data[key] for key in ("values", "missing", "mfcc", "offsets")}
+    except (OSError, ValueError, KeyError):
+        return None
+    if arrays["values"].shape != (count, width) or len(arrays["offsets"]) != count + 1:
+        return None
+    return arrays
+
+
+def _feature_task(task: _Task) -> dict[str, Any]:
+    """One talk (runs in a worker): reuse its cached arrays when the fingerprint matches, else compute them with
+    :func:`audio.features.talk_features` and cache them (``<cache_dir>/<stem>.npz`` and ``.json``)."""
+    stem = talk_stem(task.talk)
+    cache_dir = Path(task.cache_dir)
+    npz, meta_path = cache_dir / f"{stem}.npz", cache_dir / f"{stem}.json"
+    count = len(task.words)
+    fingerprint = sha256_json({**task.settings, "alignment": task.alignment_fingerprint,
+                               "parquet": sha256_file(Path(task.parquet))})
+    cached = read_json(meta_path)
+    if cached is not None and cached.get("fingerprint") == fingerprint:
+        if _cached_arrays(npz, count, task.width) is not None:
+            return {"status": "cached", "compute_seconds": 0.0}
+    meta_path.unlink(missing_ok=True)
+    timings, _ = read_alignment(Path(task.parquet))
+    if len(timings) != count or [t.word for t in timings] != list(task.words):
+        raise ValueError("the alignment's tokens are not the split's tokens of this talk (stale?)")
+    result = talk_features(Path(task.wav), timings, config=task.config)
+    arrays = {"values": result.values, "missing": result.missing, "mfcc": result.mfcc.values,
+              "offsets": result.mfcc.offsets}
+    if arrays["values"].shape != (count, task.width) or len(arrays["offsets"]) != count + 1:
+        raise ValueError(f"the features have the wrong shape {arrays['values'].shape}")
+    _save_npz(npz, arrays)
+    stats = {key: value for key, value in result.stats.items() if key != "compute_seconds"}  # same bytes every run
+    write_json(meta_path, {"talk": task.talk, "fingerprint": fingerprint, "stats": stats})
+    return {"status": "computed", "compute_seconds": float(result.stats.get("compute_seconds") or 0.0)}
+
+
 def token_features(
     alignments_dir: str | Path,
     audio_dir: str | Path,
@@ -52,11 +129,16 @@ def token_features(
     *,
     splits: Sequence[str],
     config: Any,
+    workers: int | None = 1,
+    scheduler: str | None = None,
     progress: bool = False,
 ) -> dict[str, Any]:
     """Per-token prosodic features and MFCC frames over each split's full token sequence; returns the report.
 
     ``config``: an :class:`audio.features.FeatureConfig`. See the module docstring for the files.
+    ``workers``/``scheduler``: how the talks are run (:func:`aligner.parallel.run_tasks`: 1 = here, N local
+    processes, None = every core, or the address of a Dask scheduler); the outputs are the same, byte for byte,
+    whichever.
     """
     started = time.perf_counter()
     alignments_dir, audio_dir = Path(alignments_dir), Path(audio_dir)
@@ -68,76 +150,79 @@ def token_features(
     settings = {"config": dataclasses.asdict(config), "version": STAGE_VERSION, "features": list(FEATURE_NAMES)}
     neutral = np.array([NEUTRAL_VALUES[name] for name in FEATURE_NAMES], np.float32)
     width = len(FEATURE_NAMES)
+
+    # 1. What each split's talks need: a task per aligned talk, the rest counted here.
+    plans: dict[str, dict[str, Any]] = {}
+    tasks: list[_Task] = []
+    for split in splits:
+        words = read_split(prepared_dir, split).words
+        cache_dir = out_dir / split / "talks"
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        plan: dict[str, Any] = {"words": words, "talks": [], "failures": [],
+                                "outcome": {"computed": 0, "cached": 0, "failed": 0, "no_audio": 0, "not_aligned": 0}}
+        plans[split] = plan
+        for row in sorted((row for row in rows if row["split"] == split), key=lambda row: row["first_token"]):
+            first, count = row["first_token"], row["tokens"]
+            if first + count > len(words):
+                plan["failures"].append({"talk": row["talk"],
+                                         "error": f"talk range {first}+{count} outside {split}.tsv ({len(words)})"})
+                plan["outcome"]["failed"] += 1
+                continue
+            if row["status"] != "ok":
+                plan["outcome"]["no_audio"] += 1
+                continue
+            stem = talk_stem(row["talk"])
+            alignment_meta = read_json(alignments_dir / split / f"{stem}.json")
+            parquet = alignments_dir / split / f"{stem}.parquet"
+            if alignment_meta is None or not parquet.is_file():
+                plan["outcome"]["not_aligned"] += 1
+                continue
+            plan["talks"].append((row, len(tasks)))
+            tasks.append(_Task(split, row["talk"], str(audio_dir / row["wav"]), str(parquet),
+                               alignment_meta.get("fingerprint"), tuple(words[first : first + count]), str(cache_dir),
+                               settings, config, width))
+
+    # 2. Compute what is not cached, in parallel.
+    outcomes = run_tasks(_feature_task, tasks, names=[f"{task.split}/{task.talk}" for task in tasks],
+                         workers=workers, scheduler=scheduler, progress=progress, desc="features")
+
+    # 3. Each split's arrays from the per-talk cache, in token order.
     report_splits: dict[str, Any] = {}
     for split in splits:
         split_started = time.perf_counter()
-        words = read_split(prepared_dir, split).words
-        n = len(words)
+        plan = plans[split]
+        n = len(plan["words"])
         values = np.tile(neutral, (n, 1))
         missing = np.ones((n, width), bool)
         has_audio = np.zeros(n, bool)
         counts = np.zeros(n, np.int64)
         pieces: list[np.ndarray] = []
         target = out_dir / split
-        cache_dir = target / "talks"
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        mine = sorted((row for row in rows if row["split"] == split), key=lambda row: row["first_token"])
-        outcome = {"computed": 0, "cached": 0, "failed": 0, "no_audio": 0, "not_aligned": 0}
-        failures: list[dict[str, str]] = []
-        compute = seconds = 0.0
-        for row in progress_bar(mine, progress, f"features {split}"):
+        outcome, failures = plan["outcome"], plan["failures"]
+        compute = seconds = seconds_this_run = 0.0
+        for row, index in plan["talks"]:
             first, count = row["first_token"], row["tokens"]
-            if first + count > n:
-                failures.append({"talk": row["talk"], "error": f"talk range {first}+{count} outside {split}.tsv ({n})"})
-                outcome["failed"] += 1
-                continue
-            if row["status"] != "ok":
-                outcome["no_audio"] += 1
-                continue
-            stem = talk_stem(row["talk"])
-            alignment_meta = read_json(alignments_dir / split / f"{stem}.json")
-            parquet = alignments_dir / split / f"{stem}.parquet"
-            if alignment_meta is None or not parquet.is_file():
-                outcome["not_aligned"] += 1
-                continue
-            try:
-                fingerprint = sha256_json({**settings, "alignment": alignment_meta.get("fingerprint"),
-                                            "parquet": sha256_file(parquet)})
-                cached_meta = read_json(cache_dir / f"{stem}.json")
-                arrays = None
-                if cached_meta is not None and cached_meta.get("fingerprint") == fingerprint:
-                    try:
-                        with np.load(cache_dir / f"{stem}.npz") as data:
-                            arrays = {key: data[key] for key in ("values", "missing", "mfcc", "offsets")}
-                        outcome["cached"] += 1
-                    except (OSError, ValueError, KeyError):
-                        arrays = None
+            result = outcomes[index]
+            arrays = None
+            if result.ok:
+                arrays = _cached_arrays(Path(tasks[index].cache_dir) / f"{talk_stem(row['talk'])}.npz", count, width)
                 if arrays is None:
-                    (cache_dir / f"{stem}.json").unlink(missing_ok=True)
-                    timings, _ = read_alignment(parquet)
-                    if len(timings) != count or [t.word for t in timings] != list(words[first : first + count]):
-                        raise ValueError("the alignment's tokens are not the split's tokens of this talk (stale?)")
-                    result = talk_features(audio_dir / row["wav"], timings, config=config)
-                    arrays = {"values": result.values, "missing": result.missing, "mfcc": result.mfcc.values,
-                              "offsets": result.mfcc.offsets}
-                    with atomic_path(cache_dir / f"{stem}.npz", suffix=".npz") as temporary:
-                        np.savez(temporary, **arrays)
-                    cached_meta = {"talk": row["talk"], "fingerprint": fingerprint, "stats": result.stats}
-                    write_json(cache_dir / f"{stem}.json", cached_meta)
-                    outcome["computed"] += 1
-                if arrays["values"].shape != (count, width) or len(arrays["offsets"]) != count + 1:
-                    raise ValueError(f"cached arrays have the wrong shape {arrays['values'].shape}")
-            except Exception as error:  # noqa: BLE001 -- recorded per talk, the others carry on
-                failures.append({"talk": row["talk"], "error": error_text(error)})
+                    result = dataclasses.replace(result, error="ValueError: the cached arrays cannot be read back")
+            if not result.ok or arrays is None:
+                failures.append({"talk": row["talk"], "error": result.error})
                 outcome["failed"] += 1
                 continue
+            outcome[result.value["status"]] += 1
+            if result.value["status"] == "computed":
+                compute += result.value["compute_seconds"]
+                seconds_this_run += row["duration_s"] or 0.0
             values[first : first + count] = arrays["values"]
             missing[first : first + count] = arrays["missing"]
             has_audio[first : first + count] = True
             counts[first : first + count] = np.diff(arrays["offsets"])
             pieces.append(np.asarray(arrays["mfcc"], np.float32))
-            compute += float((cached_meta or {}).get("stats", {}).get("compute_seconds") or 0.0)
             seconds += row["duration_s"] or 0.0
+        failures.sort(key=lambda failure: failure["talk"])
         # Never NaN: anything non-finite becomes neutral and missing.
         bad = ~np.isfinite(values)
         if bad.any():
@@ -173,11 +258,14 @@ def token_features(
             "audio_minutes": round(seconds / 60, 2),
             "talks": outcome,
             "failed": failures,
+            # this run's talks only (cached talks cost nothing)
+            "audio_minutes_computed_this_run": round(seconds_this_run / 60, 2),
             "compute_seconds": round(compute, 1),
-            "compute_seconds_per_audio_minute": round(compute / (seconds / 60), 3) if seconds else None,
-            "seconds": round(time.perf_counter() - split_started, 1),
+            "compute_seconds_per_audio_minute": (round(compute / (seconds_this_run / 60), 3) if seconds_this_run
+                                                 else None),
+            "seconds_assembling": round(time.perf_counter() - split_started, 1),
         }
-        write_json(target / "report.json", info)
+        write_json(target / "report.json", split_run_facts(info)[0])  # the output: no run times
         report_splits[split] = info
     report = {
         "features": list(FEATURE_NAMES),
@@ -185,7 +273,8 @@ def token_features(
         "config": settings["config"],
         "splits": report_splits,
         "out_dir": str(out_dir),
+        "engine": describe_engine(workers, scheduler),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    write_json(out_dir / "features_report.json", report)
+    write_json(out_dir / "features_report.json", split_run_facts(report)[0])
     return report

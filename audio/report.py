@@ -1,6 +1,7 @@
 """The audio half's Markdown report (``reports/audio_report.md``) from the JSON reports of its three stages:
 talk audio (:mod:`audio.synthesize_stage`), forced alignment (:mod:`audio.align_stage`) and acoustic features
-(:mod:`audio.features_stage`)."""
+(:mod:`audio.features_stage`). What the stages made, never how long they took (the report is a stage output:
+the same bytes at every rerun); throughput is ``python -m benchmarks.alignment_throughput``'s."""
 
 from __future__ import annotations
 
@@ -31,17 +32,14 @@ def audio_report_markdown(
             f"(rate {audio['rate_range']}, pitch {audio['pitch_range']}, seed {audio['seed']}). "
             f"Audio made: **{audio['hours_total']:.2f} h** in all (ASR shares the ref audio).",
             "",
-            "| split | talks | with audio | failed | excluded | tokens | tokens with audio | hours | "
-            "compute s per audio min |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| split | talks | with audio | failed | excluded | tokens | tokens with audio | hours |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for split, info in audio["splits"].items():
-            rate = info["compute_seconds_per_audio_minute"]
             lines.append(
                 f"| {split} | {info['talks']} | {info['talks_with_audio']} | {info['talks_failed']} | "
                 f"{info['talks_excluded']} | {info['tokens']:,} | {info['tokens_with_audio']:,} | "
-                f"{info['hours']:.2f} | "
-                f"{rate if rate is not None else '-'} |"
+                f"{info['hours']:.2f} |"
             )
         lines.append("")
         if audio.get("minutes_by_voice"):
@@ -54,6 +52,22 @@ def audio_report_markdown(
         lines.append("Failed talks: " + ("; ".join(f"{f['split']} {f['talk']}: {f['error']}" for f in audio["failed"])
                                         if audio["failed"] else "none") + ".")
         lines.append("")
+        tedlium = audio.get("tedlium")
+        if tedlium:
+            unmatched, more = tedlium["recordings_unmatched"], tedlium["recordings_unmatched_count"] - 10
+            shown = "; ".join(f"{item['recording']} ({item['reason']})" for item in unmatched[:10])
+            lines += [
+                f"TED-LIUM ({tedlium['dir']}): {tedlium['recordings_matched']} of {tedlium['recordings']} recordings "
+                f"matched to talks by speaker name and text (by split: "
+                + (", ".join(f"{split} {count}" for split, count in tedlium["talks_matched"].items()) or "none")
+                + f"); {tedlium['talks_anchored']} of {tedlium['talks_with_audio']} talks aligned in "
+                f"{tedlium['anchor_chunks']} chunks anchored by the STM segments. Unmatched recordings: "
+                + (shown or "none") + (f"; and {more} more" if more > 0 else "")
+                + " (every recording: `tedlium_matches.tsv` in the audio folder).",
+                "",
+            ]
+            if tedlium["layout_problems"]:
+                lines += ["TED-LIUM files without their pair: " + "; ".join(tedlium["layout_problems"]) + ".", ""]
     if alignment:
         lines += [
             "## Alignment",
@@ -63,20 +77,17 @@ def audio_report_markdown(
             f"{_ms(alignment['boundary_error']['pause'])}; at word-to-word junctions "
             f"{_ms(alignment['boundary_error']['junction'])}.",
             "",
-            "| split | talks aligned | failed | hours | tokens aligned | median ms | within 20 ms | within 50 ms | "
-            "compute s per audio min |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| split | talks aligned | failed | hours | tokens aligned | median ms | within 20 ms | within 50 ms |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for split, info in alignment["splits"].items():
             error = (info.get("boundary_error") or {}).get("all") or {}
-            rate = info["compute_seconds_per_audio_minute"]
             share = f"{info['share_aligned']:.1%}" if info["share_aligned"] is not None else "-"
             lines.append(
                 f"| {split} | {info['talks_aligned']}/{info['talks_with_audio']} | {len(info['talks_failed'])} | "
                 f"{info['hours_aligned']:.2f} | {share} | {error.get('median_ms') if error.get('n') else '-'} | "
                 f"{format(error['within_20ms'], '.1%') if error.get('n') else '-'} | "
-                f"{format(error['within_50ms'], '.1%') if error.get('n') else '-'} | "
-                f"{'-' if rate is None else rate} |"
+                f"{format(error['within_50ms'], '.1%') if error.get('n') else '-'} |"
             )
         lines.append("")
         asr = alignment["splits"].get("asr")
@@ -104,18 +115,16 @@ def audio_report_markdown(
             "never NaN).",
             "",
             "| split | tokens | with audio | timed | timed share of audio tokens | f0 missing within audio | "
-            "MFCC frames | compute s per audio min |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            "MFCC frames |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for split, info in features["splits"].items():
             within = info["timed_share_of_tokens_with_audio"]
             f0 = info["missing_fraction_within_audio"].get("f0_mean")
-            rate = info["compute_seconds_per_audio_minute"]
             lines.append(
                 f"| {split} | {info['tokens']:,} | {info['tokens_with_audio']:,} | {info['tokens_timed']:,} | "
                 f"{format(within, '.1%') if within is not None else '-'} | "
-                f"{format(f0, '.1%') if f0 is not None else '-'} | "
-                f"{info['mfcc_frames']:,} | {rate if rate is not None else '-'} |"
+                f"{format(f0, '.1%') if f0 is not None else '-'} | {info['mfcc_frames']:,} |"
             )
         failed = [(split, f) for split, info in features["splits"].items() for f in info["failed"]]
         lines += ["", "Feature failures: " + ("; ".join(f"{s} {f['talk']}: {f['error']}" for s, f in failed)

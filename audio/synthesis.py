@@ -340,7 +340,6 @@ def synthesize_talks(
                 "tokens": len(talk.words),
                 "aligned_tokens": sum(t.aligned for t in result.word_timings),
                 "chunks": result.chunks,
-                "compute_seconds": round(elapsed, 3),
                 "settings": result.settings,
             }
             atomic_write_text(out_dir / f"{stem}.json", json.dumps(meta, indent=1, ensure_ascii=False))

@@ -11,13 +11,18 @@ talk, a failing talk is recorded with its error and the others carry on (the sta
     by :func:`audio.synthesis.synthesize_talks` (voice, rate and pitch drawn per talk; the engine's word
     timings are kept as ground truth) into ``<audio_dir>/<split>/<stem>.wav`` (+ ``.timings.tsv``, ``.json``),
     or, with ``source="real"``, ``<real_audio_dir>/<stem>.wav`` is validated and copied there (no synthesis,
-    no ground truth). Ref and ASR are two transcripts of the same talks, so the audio is made once, from the
-    reference text; the ``asr`` rows of the talks table point at the ``ref`` talk's WAV. Writes
-    ``<audio_dir>/talks.tsv`` (:mod:`corpus.talks_table`) and ``<audio_dir>/audio_report.json``.
+    no ground truth), or, with ``source="tedlium"``, the talk's TED-LIUM recording is found by name and text and
+    converted there, with the anchors its STM segments give (:mod:`audio.tedlium`; talks no recording matches
+    are *excluded*, and the budget counts only talks with a recording; every recording left unmatched is listed
+    with the reason in the report and in ``<audio_dir>/tedlium_matches.tsv``). Ref and ASR are two transcripts
+    of the same talks, so the audio is made once, from the reference text; the ``asr`` rows of the talks table
+    point at the ``ref`` talk's WAV. Writes ``<audio_dir>/talks.tsv`` (:mod:`corpus.talks_table`) and
+    ``<audio_dir>/audio_report.json``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,15 +32,37 @@ from typing import Any
 from aligner.audio import wav_truncation
 from audio.real_audio import AudioInputError, use_real_audio
 from audio.stage_common import AUDIO_SPLITS, error_text, read_json, read_split, write_json
-from audio.synthesis import synthesize_talks, talk_stem, timings_path_for
-from corpus.io import atomic_path
+from audio.synthesis import synthesize_talks, talk_stem
+from audio.tedlium import (TedliumConfig, match_recordings, read_recordings, take_tedlium_talk, transcript_key,
+                           xml_titles)
+from corpus.anchors import anchors_path_for
+from corpus.io import atomic_path, atomic_write_text, split_run_facts
 from corpus.talks import pseudo_talks, segment_talks, train_talks
 from corpus.talks_table import TALKS_TABLE, write_talks_table
 
-__all__ = ["MADE_SPLITS", "make_talk_audio", "split_talks"]
+__all__ = ["MADE_SPLITS", "SOURCES", "TEDLIUM_MATCHES", "make_talk_audio", "split_talks"]
 
 #: Splits whose audio is made (``split_tokens`` keys).
 MADE_SPLITS: tuple[str, ...] = ("ref", "dev", "train")
+#: Where the audio comes from (params ``audio.source``).
+SOURCES: tuple[str, ...] = ("synthesize", "real", "tedlium")
+#: Every TED-LIUM recording and what became of it, in the audio folder (``source="tedlium"``).
+TEDLIUM_MATCHES = "tedlium_matches.tsv"
+#: How many unmatched TED-LIUM recordings the report lists (``tedlium_matches.tsv`` has them all).
+UNMATCHED_LISTED = 50
+#: The reason a talk without a TED-LIUM recording is excluded.
+NO_RECORDING = "no TED-LIUM recording matched (by speaker name and text)"
+
+
+def _drop_other_sources(split_dir: Path, stem: str, keep: str) -> None:
+    """Remove what another audio source left for this talk (its files would pass for this source's)."""
+    stale = {"synthesize": [split_dir / f"{stem}.timings.tsv", split_dir / f"{stem}.json"],
+             "real": [split_dir / f"{stem}.real.json"],
+             "tedlium": [split_dir / f"{stem}.tedlium.json", anchors_path_for(split_dir / f"{stem}.wav")]}
+    for source, paths in stale.items():
+        if source != keep:
+            for path in paths:
+                path.unlink(missing_ok=True)
 
 
 def split_talks(
@@ -91,9 +118,8 @@ def _take_real(talk: Any, real_audio_dir: Path, split_dir: Path) -> tuple[Path, 
     marker = split_dir / f"{stem}.real.json"
     stat = found.wav.stat()
     origin = {"source": str(found.wav.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-    # Synthesis outputs of this talk would pass for ground truth: they go.
-    for stale in (timings_path_for(target), split_dir / f"{stem}.json"):
-        stale.unlink(missing_ok=True)
+    # Synthesis outputs of this talk would pass for ground truth, TED-LIUM anchors for its own: they go.
+    _drop_other_sources(split_dir, stem, "real")
     if target.is_file() and read_json(marker) == {**origin, "copied_size": target.stat().st_size}:
         return target, found.duration, "reused"
     marker.unlink(missing_ok=True)
@@ -119,20 +145,25 @@ def make_talk_audio(
     dev_pseudo_talk_tokens: int,
     split_tokens: Mapping[str, int | None],
     talk_sources: Mapping[str, str],
+    tedlium_dir: str | Path | None = None,
+    tedlium: TedliumConfig | None = None,
     progress: bool = False,
 ) -> dict[str, Any]:
     """Audio per talk for the splits in ``split_tokens`` (see the module docstring); returns the report.
 
-    ``source``: ``synthesize`` or ``real``; ``text``: ``punctuated`` (marks reach the engine) or
+    ``source``: ``synthesize``, ``real`` or ``tedlium``; ``text``: ``punctuated`` (marks reach the engine) or
     ``unpunctuated`` (the control condition); ``voices``: ``engine:voice`` strings; ``split_tokens``: split
-    (``ref``/``dev``/``train``) -> token budget or None (all talks); ``asr`` follows ``ref``.
+    (``ref``/``dev``/``train``) -> token budget or None (all talks); ``asr`` follows ``ref``. ``tedlium_dir``
+    and ``tedlium`` (:class:`audio.tedlium.TedliumConfig`) are read with ``source="tedlium"`` only.
     """
     started = time.perf_counter()
     prepared_dir, iwslt_dir, out_dir = Path(prepared_dir), Path(iwslt_dir), Path(out_dir)
-    if source not in ("synthesize", "real"):
-        raise ValueError(f"source must be 'synthesize' or 'real', not {source!r}")
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(map(repr, SOURCES))}, not {source!r}")
     if source == "real" and not real_audio_dir:
         raise ValueError("source 'real' needs real_audio_dir")
+    if source == "tedlium" and (not tedlium_dir or tedlium is None):
+        raise ValueError("source 'tedlium' needs tedlium_dir and its settings (tedlium)")
     if text not in ("punctuated", "unpunctuated"):
         raise ValueError(f"text must be 'punctuated' or 'unpunctuated', not {text!r}")
     unknown = sorted(set(split_tokens) - set(MADE_SPLITS))
@@ -149,6 +180,16 @@ def make_talk_audio(
                                  dev_pseudo_talk_tokens=dev_pseudo_talk_tokens)
     out_dir.mkdir(parents=True, exist_ok=True)
 
+    recordings = matching = None
+    matched: dict[str, tuple[str, float]] = {}
+    anchor_stats: dict[str, dict[str, Any]] = {}
+    if source == "tedlium":
+        recordings = read_recordings(tedlium_dir)  # type: ignore[arg-type]
+        titles = {"ref": xml_titles(iwslt_dir / talk_sources["ref"])} if "ref" in talks_by_split else {}
+        matching = match_recordings(recordings, {s: t for s, t in talks_by_split.items() if s != "asr"}, titles,
+                                    tedlium)  # type: ignore[arg-type]
+        matched = matching.by_transcript()
+
     rows: list[dict[str, Any]] = []
     compute: dict[str, float] = {}
     for split in wanted:
@@ -157,6 +198,10 @@ def make_talk_audio(
             rows.extend(_asr_rows(talks, [r for r in rows if r["split"] == "ref"]))
             continue
         limit = split_tokens[split]
+        without_recording: list[Any] = []
+        if source == "tedlium":
+            without_recording = [t for t in talks if transcript_key(split, t.talk_id) not in matched]
+            talks = [t for t in talks if transcript_key(split, t.talk_id) in matched]
         selected, excluded = _budget(talks, limit)
         split_dir = out_dir / split
         base = {"split": split}
@@ -168,6 +213,8 @@ def make_talk_audio(
             )
             made = {r["talk"]: r for r in result["per_talk"]}
             compute[split] = result["compute_seconds"]
+            for talk in selected:
+                _drop_other_sources(split_dir, talk_stem(talk.talk_id), "synthesize")
         for talk in selected:
             row: dict[str, Any] = {**base, "talk": talk.talk_id, "first_token": talk.first_token, "tokens": talk.tokens}
             stem = talk_stem(talk.talk_id)
@@ -180,6 +227,20 @@ def make_talk_audio(
                 else:
                     row.update(status="ok", action="made" if info["status"] == "done" else "reused",
                                duration_s=info.get("duration"))
+            elif source == "tedlium":
+                recording = matched[transcript_key(split, talk.talk_id)][0]
+                try:
+                    began = time.perf_counter()
+                    wav, duration, action, stats = take_tedlium_talk(
+                        talk, recordings.talks[recording], recordings.segments[recording], split_dir,  # type: ignore[union-attr]
+                        tedlium)  # type: ignore[arg-type]
+                    compute[split] = compute.get(split, 0.0) + time.perf_counter() - began
+                    anchor_stats[transcript_key(split, talk.talk_id)] = stats
+                    row.update(wav=f"{split}/{wav.name}", duration_s=duration, voice="tedlium", status="ok",
+                               action=action)
+                except (AudioInputError, OSError, ValueError) as error:
+                    row.update(voice="tedlium", status="failed", action="tedlium",
+                               error=error_text(error) + f" (recording {recording})")
             else:
                 try:
                     began = time.perf_counter()
@@ -192,6 +253,9 @@ def make_talk_audio(
         for talk in excluded:
             rows.append({**base, "talk": talk.talk_id, "first_token": talk.first_token, "tokens": talk.tokens,
                          "status": "excluded", "error": f"beyond the split's budget of {limit} tokens"})
+        for talk in without_recording:
+            rows.append({**base, "talk": talk.talk_id, "first_token": talk.first_token, "tokens": talk.tokens,
+                         "status": "excluded", "error": NO_RECORDING})
 
     write_talks_table(out_dir / TALKS_TABLE, rows)
     report = _audio_report(rows, talks_by_split, prepared_dir, compute, split_tokens)
@@ -199,8 +263,52 @@ def make_talk_audio(
                   pitch_range=list(pitch_range), seed=seed, max_chunk_tokens=max_chunk_tokens,
                   dev_pseudo_talk_tokens=dev_pseudo_talk_tokens, out_dir=str(out_dir),
                   seconds=round(time.perf_counter() - started, 1))
-    write_json(out_dir / "audio_report.json", report)
+    if source == "tedlium":
+        report["tedlium"] = _tedlium_report(recordings, matching, rows, anchor_stats, tedlium, out_dir)
+    write_json(out_dir / "audio_report.json", split_run_facts(report)[0])  # the output: no run times
     return report
+
+
+def _tedlium_report(recordings: Any, matching: Any, rows: Sequence[Mapping[str, Any]],
+                    anchor_stats: Mapping[str, Mapping[str, Any]], config: TedliumConfig, out_dir: Path
+                    ) -> dict[str, Any]:
+    """What became of every TED-LIUM recording (also written to ``tedlium_matches.tsv``)."""
+    status = {transcript_key(row["split"], row["talk"]): row for row in rows if row["split"] != "asr"}
+    lines = ["recording\tstatus\tsplit\ttalk\toverlap\treason"]
+    for recording in sorted(recordings.talks):
+        if recording in matching.matches:
+            key, overlap = matching.matches[recording]
+            split, talk = key.split("/", 1)
+            row = status.get(key, {})
+            state = {"ok": "used"}.get(row.get("status"), row.get("status") or "matched")
+            reason = row.get("error") or ""
+            lines.append(f"{recording}\t{state}\t{split}\t{talk}\t{overlap:.4f}\t{reason}")
+        else:
+            lines.append(f"{recording}\tunmatched\t\t\t\t{matching.unmatched[recording]}")
+    atomic_write_text(out_dir / TEDLIUM_MATCHES, "\n".join(lines) + "\n")
+    anchored = [stats for stats in anchor_stats.values() if stats.get("anchored")]
+    shares = sorted(float(stats.get("matched_share", 0.0)) for stats in anchor_stats.values())
+    talks_matched: dict[str, int] = {}
+    for key in matching.by_transcript():
+        split = key.split("/", 1)[0]
+        talks_matched[split] = talks_matched.get(split, 0) + 1
+    return {
+        "dir": str(recordings.root),
+        "config": dataclasses.asdict(config),
+        "recordings": len(recordings.talks),
+        "recordings_matched": len(matching.matches),
+        "talks_matched": talks_matched,
+        # the first UNMATCHED_LISTED of them here; every one in the matches file
+        "recordings_unmatched_count": len(matching.unmatched),
+        "recordings_unmatched": [{"recording": r, "reason": why}
+                                 for r, why in sorted(matching.unmatched.items())[:UNMATCHED_LISTED]],
+        "layout_problems": list(recordings.problems),
+        "talks_with_audio": len(anchor_stats),
+        "talks_anchored": len(anchored),
+        "anchor_chunks": sum(int(stats.get("chunks", 1)) for stats in anchor_stats.values()),
+        "median_share_of_words_in_stm": shares[len(shares) // 2] if shares else None,
+        "matches_file": str(out_dir / TEDLIUM_MATCHES),
+    }
 
 
 def _asr_rows(asr_talks: Sequence[Any], ref_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -233,7 +341,7 @@ def _audio_report(
     for split, talks in talks_by_split.items():
         mine = [row for row in rows if row["split"] == split]
         ok = [row for row in mine if row["status"] == "ok"]
-        made = [row for row in ok if row.get("action") in ("made", "copied")]
+        made = [row for row in ok if row.get("action") in ("made", "copied", "converted")]
         seconds = sum(row["duration_s"] or 0.0 for row in ok)
         made_seconds = sum(row["duration_s"] or 0.0 for row in made)
         reasons: dict[str, int] = {}

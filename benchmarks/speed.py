@@ -24,9 +24,9 @@ import torch
 
 from corpus.iwslt import read_iwslt
 from corpus.labels import LABELS
+from experiments.params import experiment_config, load_params
+from inference.punctuator import Punctuator, render_text
 from models import build_model
-from punctuation.inference import Punctuator, render_text
-from punctuation.params import experiment_config, load_params
 
 REPO = Path(__file__).resolve().parents[1]
 #: What a fresh interpreter imports, timed: the layers every stage imports, and `punctuate` up to its model.
@@ -34,8 +34,8 @@ IMPORTS = {
     "import corpus": "import corpus",
     "import embeddings": "import embeddings",
     "import models": "import models",
-    "punctuate (cli + inference)": "import punctuation.cli, punctuation.inference",
-    "model directory loader": "import punctuation.model_dir",
+    "punctuate (cli + inference)": "import inference.cli, inference.punctuator",
+    "model directory loader": "import inference.model_dir",
 }
 
 

@@ -4,7 +4,7 @@
     python -m benchmarks.train_speed --profile paper --full                     # a GPU, every paper schedule
     python -m benchmarks.train_speed --profile paper --experiments transformer --steps 2000
 
-Each experiment is trained by :func:`punctuation.training.train_model` exactly as ``pipeline.train`` does (the
+Each experiment is trained by :func:`training.train_model` exactly as ``pipeline.train`` does (the
 same loop, dev evaluations, checkpoints and model directory), on ``--features`` (the pipeline's cache) or, with
 ``--tiny``, on a small synthetic cache with every model shrunk. ``--full`` runs the whole schedule; otherwise
 ``--steps`` steps (``max_steps``) with the experiment's own dev-evaluation interval, and the full schedule's time
@@ -41,11 +41,11 @@ from torch import nn
 
 from corpus.labels import LABELS
 from embeddings.store import CACHE_FORMAT, EMBEDDER_DIR, MANIFEST, WORDS_FILE
+from experiments.params import experiment_config, load_params, merged
 from models import build_model
-from punctuation.params import experiment_config, load_params, merged
-from punctuation.train_config import TrainConfig
-from punctuation.train_data import schedule_steps
-from punctuation.training import choose_device, train_model
+from training import choose_device, train_model
+from training.batches import schedule_steps
+from training.config import TrainConfig
 
 #: dense bf16 peak TFLOP/s by device name (substring, first match)
 PEAK_TFLOPS = (("H100 PCIe", 756.0), ("H100", 989.4), ("H200", 989.4), ("GH200", 989.4), ("A100", 312.0),
@@ -186,7 +186,7 @@ def measure(name: str, model_config: dict, train_settings: dict, features: Path,
         "flops_per_token": round(per_token), "flop_count": FLOP_COUNT,
         "achieved_tflops": float(f"{achieved:.4g}"), "peak_tflops": peak,
         "mfu": None if not peak else float(f"{achieved / peak:.4g}"),
-        "peak_memory_bytes": metrics["peak_memory_bytes"], "peak_memory_kind": metrics["peak_memory_kind"],
+        "peak_memory_bytes": result.timings["peak_memory_bytes"], "peak_memory_kind": result.timings["peak_memory_kind"],
         "wall_s": round(wall_s, 2), "train_s": round(train_s, 2), "eval_s": round(eval_s, 2),
         "checkpoint_s": round(checkpoint_s, 2), "dev_evaluations": evals,
         "eval_share": round(eval_s / wall_s, 3) if wall_s else None,

@@ -8,6 +8,8 @@
 * :mod:`corpus.talks_table` -- the talks table the audio stages share (``talks.tsv``);
 * :mod:`corpus.frames` -- the ragged per-token MFCC frame store;
 * :mod:`corpus.timings` -- word timings (one ``WordTiming``) and their TSV / Parquet formats;
+* :mod:`corpus.anchors` -- a talk's tokens cut into chunks with their audio spans (aligning long talks in pieces);
+* :mod:`corpus.tedlium` -- TED-LIUM's layout and STM segments, its talks matched to the TED transcripts by name;
 * :mod:`corpus.io` -- the atomic-write helper every writer uses.
 
 The layering (docs/architecture.md, checked by tests/test_layering.py)::

@@ -4,15 +4,20 @@ Every writer goes through :func:`atomic_path`: the content is written to a uniqu
 the target's folder and renamed over the target only once it is complete, so a killed process leaves either
 the old file or the new one, never a truncated one, and two processes writing the same target do not
 collide on one temporary name.
+
+What goes into a stage's outputs is kept reproducible here too: :func:`split_run_facts` separates how a run
+went (its times, rates, memory) from what it computed, so that outputs hold only the latter.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text"]
 
@@ -64,3 +69,26 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     with atomic_path(path) as temporary:
         temporary.write_bytes(data)
     return Path(path)
+
+
+#: Keys whose values describe how a run went rather than what it computed: wall and compute seconds, rates, peak
+#: memory, and what *this* run made as against what an earlier, interrupted run had left. A stage output that DVC
+#: hashes holds none of them, so that rerunning the stage on the same inputs gives the same bytes.
+RUN_FACT = re.compile(r"seconds|per_second|^peak_memory|_this_run$")
+
+
+def split_run_facts(data: Any) -> tuple[Any, dict[str, Any]]:
+    """``(result, facts)``: ``data`` without the entries whose key matches :data:`RUN_FACT` (at any depth of
+    nested mappings), and those entries, nested as they were."""
+    if not isinstance(data, dict):
+        return data, {}
+    result, facts = {}, {}
+    for key, value in data.items():
+        if RUN_FACT.search(str(key)):
+            facts[key] = value
+            continue
+        kept, nested = split_run_facts(value)
+        result[key] = kept
+        if nested:
+            facts[key] = nested
+    return result, facts

@@ -19,7 +19,7 @@ split's token sequence.
     The segmentation is refused (:class:`TalkSegmentationError`) when a docid would occur in two separate
     ranges, when a document matched no token at all, or when fewer than ``min_matched_fraction`` (95 %) of
     the tokens matched (the XML is not the source of the split).
-    Measured on the shared data (``tests/test_audio_talks.py``): Ref 8 talks, 12,626 tokens, 12,621 matched,
+    Measured on the shared data (``tests/test_corpus_talks.py``): Ref 8 talks, 12,626 tokens, 12,621 matched,
     5 filled (one ``/seg`` tag and four tokens with mangled music notes); ASR 8 talks, 12,822 tokens, 12,821
     matched, 1 filled (an ASR ``right`` the XML lacks). Every talk's range has the token count of its
     normalised document, to within one token.

@@ -11,7 +11,7 @@ How the rules were found
 ------------------------
 The punctuated XML source of ``test2011`` (``IWSLT12.TED.MT.tst2011.en-fr.en.xml``, 8 talks) was run
 through :func:`normalize_transcript` and aligned with ``test2011`` (difflib on the token sequence):
-99.96 % of the tokens agree and 99.97 % of the labels of aligned tokens (``tests/test_text.py`` keeps this
+99.96 % of the tokens agree and 99.97 % of the labels of aligned tokens (``tests/test_corpus_text.py`` keeps this
 as a regression check). The remaining differences are 4 music-note tokens and one ``/seg`` tag (benchmark
 artefacts) and 4 labels discussed below. As a second check, 115 TED talks of the 2018 crawl were aligned with
 the parts of ``dev2012`` they overlap: 98.7 % token and 99.5 % label agreement, the rest being mostly
@@ -202,7 +202,8 @@ _TOKEN = re.compile(
     ),
     re.VERBOSE,
 )
-_SPLIT_SUFFIXES = ("'s", "'re", "'m", "'ll")
+#: The clitics the benchmark writes as tokens of their own (``it 's``); ``n't`` is split apart too.
+SPLIT_SUFFIXES = ("'s", "'re", "'m", "'ll")
 
 
 def _split_contractions(word: str) -> list[str]:
@@ -214,7 +215,7 @@ def _split_contractions(word: str) -> list[str]:
         return ["cannot"]
     if word.endswith("n't") and len(word) > 3:
         return _split_contractions(word[:-3]) + ["n't"]
-    for suffix in _SPLIT_SUFFIXES:
+    for suffix in SPLIT_SUFFIXES:
         if word.endswith(suffix) and len(word) > len(suffix):
             return _split_contractions(word[: -len(suffix)]) + [suffix]
     return [word]

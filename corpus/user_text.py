@@ -63,7 +63,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from corpus.labels import LABEL_TO_ID, MARK_OF_LABEL, NO_MARK, SENTENCE_END_LABELS
-from corpus.text import tokenize_for_inference
+from corpus.text import SPLIT_SUFFIXES, tokenize_for_inference
 
 __all__ = [
     "REPLACEABLE_MARKS",
@@ -153,10 +153,18 @@ def _keeps_final_period(word: str) -> bool:
 _TOKEN_CACHE: dict[str, tuple[str, ...]] = {}
 
 
+_APOSTROPHE_FORMS = str.maketrans({"\u02bc": "'", "\u2019": "'", "\u2018": "'"})
+#: A clitic written as a word of its own, as in text already in the benchmark's tokenisation (``it 's``) or an
+#: ASR system's output: the benchmark token it stands for (the tokeniser alone would read ``'s`` as a quote
+#: and ``s``).
+_STANDALONE_CLITICS = {suffix: (suffix,) for suffix in (*SPLIT_SUFFIXES, "n't")}
+
+
 def _tokens_of(word: str) -> tuple[str, ...]:
     tokens = _TOKEN_CACHE.get(word)
     if tokens is None:
-        tokens = tuple(tokenize_for_inference(word.translate(_MODEL_FORM)))
+        tokens = _STANDALONE_CLITICS.get(word.translate(_APOSTROPHE_FORMS).lower()) \
+            or tuple(tokenize_for_inference(word.translate(_MODEL_FORM)))
         if len(_TOKEN_CACHE) < 100_000:
             _TOKEN_CACHE[word] = tokens
     return tokens

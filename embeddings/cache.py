@@ -52,7 +52,7 @@ from embeddings.store import (
 from embeddings.table import VECTORS_SUFFIX, WORDS_SUFFIX, VectorTable
 from embeddings.vocab import UNK_ID, build_vocab, check_policy, vocab_sha256
 
-#: ``build_feature_cache`` and the names that callers (pipeline/embed.py, scripts/time_boxed_run.py, punctuate)
+#: ``build_feature_cache`` and the names that callers (pipeline/embed.py, punctuate)
 #: import from here, wherever they live now.
 __all__ = ["SPEECH_JSON", "SPLITS", "CachePaths", "TokenEmbedder", "build_feature_cache", "read_manifest"]
 

@@ -7,7 +7,7 @@
 * :func:`attention_matrix`: one sentence's attention weights (e.g. from ``DRNNLWMA.attention_maps``) as one
   (T, T) matrix, heads averaged.
 
-The figures drawn from them live with the other report figures, in :mod:`punctuation.plots`.
+The figures drawn from them live with the other report figures, in :mod:`figures.plots`.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ Design choices (the paper leaves them open or they are ours):
 
 ``attention_maps(batch)`` returns each attended layer's weights, name ``"layer<l>"`` (1 = lowest) ->
 (B, heads, T, T), for the paper's per-layer attention figures (``models.analysis.attention_matrix``, drawn by
-``punctuation.analysis_plots.plot_attention_maps``).
+``figures.analysis.plot_attention_maps``).
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ Both models read the batch's ``words`` (one list of word strings per row) and to
 with the pretrained checkpoint's tokenizer; ``vectors`` and ``ids`` are ignored (so the cached word vectors
 play no part, and ``vector_dim``/``vocab_size`` are accepted only for the registry's interface).
 
-* stream 1 - a pretrained BERT-style encoder (:mod:`models.pretrained`, all-MiniLM-L6-v2 by default) whose
-  self-attention layers mix their heads' score maps (``interaction=True``, the FF2 "interaction attention");
+* stream 1 - a pretrained encoder from a local checkpoint through ``transformers`` (:mod:`models.pretrained`:
+  any BERT-, MiniLM-, RoBERTa- or MPNet-style checkpoint the ``encoder_tagger`` reads; all-MiniLM-L6-v2 by
+  default) whose self-attention layers mix their heads' score maps (``interaction=True``, the FF2
+  "interaction attention", :func:`models.pretrained.add_interaction`);
 * stream 2 - ``ff2``: a small randomly initialised Transformer encoder (own subword embedding + sinusoidal
   positions) over the same subwords; ``ffa``: the same but with masked (causal, left-to-right) self-attention;
 * fusion - the two streams' per-subword states are concatenated (width = pretrained width + ``second_dim``)
@@ -21,9 +23,10 @@ independent dropout (as one doubled batch) and returns the mean cross-entropy of
 ``rdrop_alpha`` times the symmetric KL divergence between the two predicted label distributions, averaged
 over real words. With ``rdrop_alpha = 0`` (or in eval mode) it is the plain cross-entropy of one pass.
 
-A row whose subwords do not fit in ``max_subwords`` (with [CLS]/[SEP]) is cut into consecutive word spans
+A row whose subwords do not fit in ``max_subwords`` (with the special tokens) is cut into consecutive word spans
 that do (:func:`models.pretrained.split_long_rows`), each encoded on its own; the words' logits are put
-back in place. With the pipeline's ~100-word windows this never happens at ``max_subwords=256``.
+back in place. With the pipeline's ~100-word windows this never happens at ``max_subwords=256``. Like the
+``encoder_tagger``, a trained model directory keeps the encoder's configuration and tokenizer.
 """
 
 from __future__ import annotations
@@ -35,18 +38,19 @@ from torch import nn
 from torch.nn import functional as F
 
 from models.blocks import PositionalEncoding, TokenClassifier, TransformerEncoder, masked_cross_entropy
+from models.encoder_tagger import PretrainedEncoderModel
 from models.pretrained import (
-    EncoderConfig,
     SubwordBatch,
+    add_interaction,
     gather_words,
-    load_pretrained_encoder,
-    load_tokenizer,
+    load_encoder,
+    max_positions,
     pack_pieces,
-    resolve_checkpoint,
+    place_words,
     split_long_rows,
     word_pieces,
 )
-from models.registry import PunctuationModel, register_model
+from models.registry import register_model
 
 
 class _Prepared(NamedTuple):
@@ -56,8 +60,7 @@ class _Prepared(NamedTuple):
     length: int                            # T of the output (the batch's mask width)
 
 
-class TwoStreamPunctuator(PunctuationModel):
-    reads_words = True
+class TwoStreamPunctuator(PretrainedEncoderModel):
     """Shared implementation of ``ff2`` and ``ffa`` (they differ only in ``causal_second_stream``)."""
 
     causal_second_stream = False
@@ -65,7 +68,7 @@ class TwoStreamPunctuator(PunctuationModel):
     def __init__(self, *, num_labels: int, vector_dim: int, vocab_size: int, pretrained: str | None,
                  interaction: bool, use_pretrained_stream: bool, use_second_stream: bool, second_dim: int,
                  second_layers: int, second_heads: int, fusion_heads: int, fusion_ffn: int, dropout: float,
-                 rdrop_alpha: float, max_subwords: int):
+                 rdrop_alpha: float, max_subwords: int, layers: int | None = None, pretrained_weights: bool = True):
         super().__init__()
         del vector_dim, vocab_size  # the model reads words, not the cached vectors/ids
         if not (use_pretrained_stream or use_second_stream):
@@ -74,18 +77,19 @@ class TwoStreamPunctuator(PunctuationModel):
             raise ValueError(f"rdrop_alpha must be >= 0, got {rdrop_alpha}")
         self.rdrop_alpha = float(rdrop_alpha)
         self.max_subwords = int(max_subwords)
-        directory = resolve_checkpoint(pretrained)
-        config = EncoderConfig.from_json(directory / "config.json")
-        if not 3 <= self.max_subwords <= config.max_positions:
-            raise ValueError(f"max_subwords must lie in [3, {config.max_positions}] (the encoder's positions), "
-                             f"got {max_subwords}")
+        # the encoder is built whatever the streams: its configuration and tokenizer are the model's subwords
+        encoder, self.tokenizer = load_encoder(pretrained, layers=layers, dropout=dropout,
+                                               weights=pretrained_weights and use_pretrained_stream)
+        self.encoder_config = encoder.config
+        limit = max_positions(encoder, self.tokenizer)
+        if not 3 <= self.max_subwords <= limit:
+            raise ValueError(f"max_subwords must lie in [3, {limit}] (the encoder's positions), got {max_subwords}")
         self.pretrained_stream: nn.Module | None = None
         if use_pretrained_stream:
-            self.pretrained_stream, self.tokenizer = load_pretrained_encoder(
-                directory, interaction=interaction, dropout=dropout)
-        else:
-            self.tokenizer = load_tokenizer(directory)
-        width = config.hidden_size if use_pretrained_stream else 0
+            self.pretrained_stream = encoder
+            if interaction:
+                add_interaction(encoder, self.tokenizer)
+        width = int(encoder.config.hidden_size) if use_pretrained_stream else 0
         self.second_embedding: nn.Embedding | None = None
         if use_second_stream:
             self.second_embedding = nn.Embedding(len(self.tokenizer), second_dim,
@@ -96,9 +100,9 @@ class TwoStreamPunctuator(PunctuationModel):
             self.second_scale = second_dim ** 0.5
             width += second_dim
         if width % fusion_heads:
-            raise ValueError(f"the fused width {width} (pretrained {config.hidden_size if use_pretrained_stream else 0}"
-                             f" + second_dim {second_dim if use_second_stream else 0}) is not divisible by "
-                             f"fusion_heads={fusion_heads}")
+            pretrained_width = encoder.config.hidden_size if use_pretrained_stream else 0
+            raise ValueError(f"the fused width {width} (pretrained {pretrained_width} + second_dim "
+                             f"{second_dim if use_second_stream else 0}) is not divisible by fusion_heads={fusion_heads}")
         self.fusion = TransformerEncoder(1, width, fusion_heads, fusion_ffn, dropout)
         self.classifier = TokenClassifier(width, num_labels, dropout)
         self.num_labels = num_labels
@@ -131,31 +135,28 @@ class TwoStreamPunctuator(PunctuationModel):
         x = self.second_positions(self.second_embedding(input_ids) * self.second_scale)
         return self.second_encoder(x, attention_mask)
 
-    def _encode(self, subwords: SubwordBatch) -> tuple[torch.Tensor, dict[str, list[torch.Tensor]]]:
+    def _encode(self, subwords: SubwordBatch, *, maps_wanted: bool = False
+                ) -> tuple[torch.Tensor, dict[str, list[torch.Tensor]]]:
         """Per-word logits (N, T_words, labels) of each subword row, and every attention map."""
         states, maps = [], {}
         if self.pretrained_stream is not None:
-            hidden, maps["pretrained"] = self.pretrained_stream(subwords.input_ids, subwords.attention_mask)
-            states.append(hidden)
+            output = self.pretrained_stream(input_ids=subwords.input_ids,
+                                            attention_mask=subwords.attention_mask.long(),
+                                            output_attentions=maps_wanted)
+            states.append(output.last_hidden_state)
+            if maps_wanted and output.attentions:
+                maps["pretrained"] = list(output.attentions)
         if self.second_embedding is not None:
             hidden, maps["second"] = self.second_stream_states(subwords.input_ids, subwords.attention_mask)
             states.append(hidden)
         fused, maps["fusion"] = self.fusion(torch.cat(states, dim=-1), subwords.attention_mask)
-        return self.classifier(gather_words(fused, subwords.first_subword_index)), maps
+        return self.classifier(gather_words(fused, subwords.label_subword_index)), maps
 
     @staticmethod
     def _place(logits: torch.Tensor, spans: list[tuple[int, int, int]], batch_size: int, length: int
                ) -> torch.Tensor:
         """Word logits of the span rows (N, T_words, L) put back into the batch's rows (B, T, L); zeros on padding."""
-        rows, columns, sources, positions = [], [], [], []
-        for n, (row, start, end) in enumerate(spans):
-            rows += [row] * (end - start)
-            columns += range(start, end)
-            sources += [n] * (end - start)
-            positions += range(end - start)
-        out = logits.new_zeros(batch_size, length, logits.size(-1))
-        out[rows, columns] = logits[sources, positions]
-        return out
+        return place_words(logits, spans, batch_size, length)
 
     def forward(self, batch: dict) -> torch.Tensor:
         prepared = self._prepare(batch)
@@ -167,7 +168,7 @@ class TwoStreamPunctuator(PunctuationModel):
         """Attention weights of every layer: ``{"pretrained"|"second"|"fusion": [(N, H, S, S), ...]}`` over the
         subword rows, plus ``"subwords"`` (the :class:`SubwordBatch`, whose ids name the tokens) and ``"spans"``."""
         prepared = self._prepare(batch)
-        _, maps = self._encode(prepared.subwords)
+        _, maps = self._encode(prepared.subwords, maps_wanted=True)
         return {**maps, "subwords": prepared.subwords, "spans": prepared.spans}
 
     # -- training -----------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ is the registry entry.
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -29,6 +30,9 @@ class PunctuationModel(nn.Module):
     """
 
     reads_words: bool = False
+    #: Settings that change how the model trains, not its weights (which layers are frozen): a warm start may
+    #: change them (training.warm_start compares the rest)
+    training_only_settings: tuple[str, ...] = ()
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:  # pragma: no cover - interface
         """Label logits (B, T, num_labels) given the whole batch (teacher forcing where a model needs it)."""
@@ -42,6 +46,18 @@ class PunctuationModel(nn.Module):
         """Predicted label ids (B, T). Models without a label decoder take the arg-max of the logits."""
         return self(batch).argmax(dim=-1)
 
+    # A model directory is self-contained: a model that needs files besides its weights (a pretrained encoder's
+    # configuration and tokenizer) writes them there and is rebuilt from them.
+
+    def save_files(self, model_dir: Path) -> None:
+        """Write the files the model needs besides its weights into ``model_dir`` (default: none)."""
+
+    @classmethod
+    def config_for_loading(cls, config: dict[str, Any], model_dir: Path) -> dict[str, Any]:
+        """The settings that rebuild the model saved in ``model_dir`` (before its weights are loaded); by
+        default the settings it was trained with."""
+        return config
+
 
 def register_model(name: str) -> Callable[[type[PunctuationModel]], type[PunctuationModel]]:
     def decorate(cls: type[PunctuationModel]) -> type[PunctuationModel]:
@@ -53,16 +69,22 @@ def register_model(name: str) -> Callable[[type[PunctuationModel]], type[Punctua
     return decorate
 
 
+def model_class(config: dict[str, Any]) -> type[PunctuationModel]:
+    """The registered class of the model named ``config["name"]``."""
+    name = config.get("name")
+    if name not in MODEL_REGISTRY:
+        raise ValueError(f"unknown model {name!r}; registered models: {sorted(MODEL_REGISTRY)}")
+    return MODEL_REGISTRY[name]
+
+
 def build_model(config: dict[str, Any], *, num_labels: int, vector_dim: int, vocab_size: int) -> PunctuationModel:
     """Instantiate the model named ``config["name"]`` with the rest of ``config`` as hyper-parameters.
 
     Unknown names and unknown or missing hyper-parameters are refused with a message listing what is valid.
     """
+    cls = model_class(config)
     config = dict(config)
-    name = config.pop("name", None)
-    if name not in MODEL_REGISTRY:
-        raise ValueError(f"unknown model {name!r}; registered models: {sorted(MODEL_REGISTRY)}")
-    cls = MODEL_REGISTRY[name]
+    name = config.pop("name")
     signature = inspect.signature(cls.__init__)
     accepted = {p for p in signature.parameters if p not in ("self", "num_labels", "vector_dim", "vocab_size")}
     unknown = sorted(set(config) - accepted)

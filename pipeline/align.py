@@ -3,9 +3,10 @@
     python -m pipeline.align [--params params.yaml] [--audio data/audio] [--prepared data/prepared]
                              [--out data/alignments] [--metrics metrics/alignment.json]
 
-Reads the ``align`` section of the params file (``backend``, ``config``: fields of :class:`aligner.AlignConfig`)
-and runs :func:`audio.align_stage.align_talks`: ``<out>/<split>/<talk>.parquet`` (+ ``.TextGrid``) per talk, ASR
-tokens aligned on the reference talk's audio with inherited times where their own alignment fails, and
+Reads the ``align`` section of the params file (``backend``, ``config``: fields of :class:`aligner.AlignConfig`;
+``workers``: local processes, null = every core; ``scheduler``: the address of a Dask scheduler, or null) and
+runs :func:`audio.align_stage.align_talks`, talks in parallel with a progress bar:
+``<out>/<split>/<talk>.parquet`` (+ ``.TextGrid``) per talk, ASR tokens aligned on the reference talk's audio with inherited times where their own alignment fails, and
 ``<out>/alignment_report.json`` (hours aligned, share of tokens aligned, boundary error against the engine's
 own timings). Resumable: a talk whose audio, tokens and settings are unchanged is kept. Talks where most words
 stayed unplaced are reported; with ``align.config.min_placed_share`` they fail. A failed talk does not stop the
@@ -18,8 +19,8 @@ from collections.abc import Sequence
 
 from audio.align_stage import align_talks
 from audio.stage_common import failed_talks_exit
-from pipeline.stage import option, stage_parser, start, write_json
-from punctuation.params import require
+from experiments.params import require
+from pipeline.stage import option, stage_parser, start, write_metrics
 
 
 def _ms(summary: dict) -> str:
@@ -42,11 +43,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out,
         backend=require(section, "backend", "align"),
         backend_config=dict(require(section, "config", "align") or {}),
+        workers=require(section, "workers", "align"),
+        scheduler=require(section, "scheduler", "align"),
         progress=not args.quiet,
     )
-    metrics_path = write_json(args.metrics, report, ensure_ascii=False)
+    metrics_path = write_metrics(args.metrics, report, ensure_ascii=False)
 
-    print(f"align: {report['backend']}, {report['seconds']:.1f} s -> {args.out}; "
+    print(f"align: {report['backend']} ({report['engine']}), {report['seconds']:.1f} s -> {args.out}; "
           f"{report['hours_aligned_total']:.2f} h aligned")
     print(f"  boundary error vs engine timings: {_ms(report['boundary_error']['all'])}")
     print(f"    at pauses {_ms(report['boundary_error']['pause'])}; "

@@ -10,9 +10,9 @@ inputs instead: its ``word_source`` (default ``embed.word_source``), ``speech_so
 ``embeddings/speech_sources.py``) and ``combine`` (``sum`` or ``concat``).
 Writes the per-split coverage figures to the metrics file and prints them.
 
-A feature set that no entry of ``variants`` uses is not built (it takes minutes and gigabytes): its folder holds
-only ``NOT_BUILT.txt`` and its metrics say ``"built": false``. The stage depends on ``variants``, so adding a run
-on the set (one ``dvc exp run -S '+variants.RUN={experiment: ..., features: NAME}'``) builds it.
+A feature set that no run of ``variants`` or ``tunings`` uses is not built (it takes minutes and gigabytes): its
+folder holds only ``NOT_BUILT.txt`` and its metrics say ``"built": false``. The stage depends on both sections,
+so adding a run on the set (one ``dvc exp run -S '+variants.RUN={experiment: ..., features: NAME}'``) builds it.
 
     python -m pipeline.embed --export-glove data/glove-6b-50d     (DVC stage ``word_vectors``)
 
@@ -29,8 +29,8 @@ from typing import Sequence
 from embeddings.cache import SPLITS, build_feature_cache, read_manifest
 from embeddings.directories import replacing_dir
 from embeddings.sources import export_glove
-from pipeline.stage import stage_parser, start, write_json
-from punctuation.params import require
+from experiments.params import require, runs_on_feature_sets
+from pipeline.stage import stage_parser, start, write_metrics
 
 COVERAGE_FIELDS = ("tokens", "oov_tokens", "oov_types", "types", "coverage_tokens", "coverage_types", "unk_tokens",
                    "speech_tokens", "coverage_speech_tokens", "speech_types")
@@ -62,8 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"expected {sorted(FEATURE_SET_KEYS)}")
         word_source = entry.get("word_source") or word_source
         speech_source, combine = entry.get("speech_source"), entry.get("combine", "sum")
-        users = sorted(run for run, variant in (params.get("variants") or {}).items()
-                       if (variant or {}).get("features") == args.feature_set)
+        users = sorted(run for run, entry in runs_on_feature_sets(params).items()
+                       if entry.get("features") == args.feature_set)
         if not users:
             return _not_built(args.feature_set, Path(args.out), args.metrics)
     started = time.perf_counter()
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     manifest = read_manifest(paths.root)
     coverage = {split: {k: stats[k] for k in COVERAGE_FIELDS if k in stats}
                 for split, stats in manifest["splits"].items()}
-    write_json(args.metrics, coverage, echo=True)
+    write_metrics(args.metrics, coverage, echo=True)
     print(
         f"{'rebuilt' if paths.rebuilt else 'reused'} {paths.root} in {seconds:.1f} s "
         f"(source {manifest['word_source']['type']}, oov {manifest['oov']}, dim {manifest['dim']}, "
@@ -95,11 +95,12 @@ def _not_built(name: str, out: Path, metrics: str) -> int:
     """The outputs of a feature set no variant uses: a folder saying so, and metrics saying ``built: false``."""
     with replacing_dir(out) as tmp:
         (tmp / NOT_BUILT).write_text(
-            f"Feature set {name!r} is not built: no entry of `variants` in params.yaml uses it. It is built when one\n"
+            f"Feature set {name!r} is not built: no run of `variants` or `tunings` in params.yaml uses it. It is built "
+            f"when one\n"
             f"does, e.g. dvc exp run -S '+variants.blstm_{name}={{experiment: blstm, features: {name}}}'\n",
             encoding="utf-8")
-    write_json(metrics, {"built": False, "reason": "no entry of variants uses this feature set"}, echo=True)
-    print(f"not built: {out} (no entry of variants uses feature set {name!r})")
+    write_metrics(metrics, {"built": False, "reason": "no run of variants or tunings uses this feature set"}, echo=True)
+    print(f"not built: {out} (no run of variants or tunings uses feature set {name!r})")
     return 0
 
 

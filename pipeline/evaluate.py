@@ -4,7 +4,7 @@ File mode::
 
     python -m pipeline.evaluate REFERENCE PREDICTION
 
-prints one JSON object (the :func:`punctuation.scoring.score_files` result) to stdout
+prints one JSON object (the :func:`evaluation.scoring.score_files` result) to stdout
 and exits 0. A malformed file, a token mismatch between the two files or an unreadable
 file is reported on stderr (naming the file and line) with exit code 2.
 
@@ -13,8 +13,9 @@ Stage mode (the DVC ``evaluate`` stage)::
     python -m pipeline.evaluate --stage --experiment NAME [--params params.yaml] ...
 
 runs the experiment's trained model (``artifacts/NAME/model``) on the test sets (the ``evaluate`` section
-of the params file), writes the predictions and confusion matrices to ``artifacts/NAME/predictions`` and
-the scores to ``metrics/eval/NAME.json`` (the ``report`` stage puts all experiments side by side).
+of the params file) through the decoding path of ``punctuate`` (:mod:`evaluation.benchmark`), writes the
+predictions and confusion matrices to ``artifacts/NAME/predictions`` and the scores, with the model directory
+they belong to, to ``metrics/eval/NAME.json`` (the ``report`` stage puts all experiments side by side).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from pathlib import Path
 from typing import Sequence
 
 from corpus.iwslt import IwsltFormatError
-from pipeline.stage import option, write_json
-from punctuation.params import load_params
-from punctuation.scoring import TokenMismatchError, score_files
+from inference.device import DeviceUnavailable
+from evaluation.scoring import TokenMismatchError, score_files
+from experiments.params import load_params
+from pipeline.stage import option, write_metrics
 
 EXIT_OK = 0
 EXIT_INPUT_ERROR = 2
@@ -71,17 +73,19 @@ def score_command(reference: str | Path, prediction: str | Path) -> int:
 
 def stage_command(args: argparse.Namespace) -> int:
     """Evaluate one experiment's trained model on the test splits named in params (``evaluate.test_splits``)."""
-    from punctuation.evaluation import evaluate_model
+    from evaluation.benchmark import evaluate_model
 
-    params = load_params(args.params)
-    settings = params["evaluate"]
+    settings = load_params(args.params)["evaluate"]
     experiment_dir = Path(args.artifacts) / args.experiment
-    results = evaluate_model(
-        experiment_dir / "model", args.features, args.prepared, experiment_dir / "predictions",
-        splits=list(settings["test_splits"]), window=int(settings["window"]), stride=int(settings["stride"]),
-        batch_size=int(settings["batch_size"]), device=str(settings["device"]),
-    )
-    write_json(Path(args.metrics) / f"{args.experiment}.json", results, echo=True)
+    try:
+        results = evaluate_model(
+            experiment_dir / "model", args.prepared, experiment_dir / "predictions",
+            splits=list(settings["test_splits"]), batch_size=int(settings["batch_size"]),
+            device=str(settings["device"]), features_dir=args.features,
+        )
+    except (DeviceUnavailable, FileNotFoundError, ValueError) as error:
+        return _error(str(error))
+    write_metrics(Path(args.metrics) / f"{args.experiment}.json", results, echo=True)
     return EXIT_OK
 
 

@@ -8,10 +8,9 @@ Scores ``punctuate.text_model``, ``punctuate.audio_model`` and the models of ``p
 model directory) on the real-speech talks ``data.real_speech_talks`` of ``data.real_speech_dir``, each from the
 text alone and, for a model that reads timing cues, with the talks' real word timings -- the same call as
 ``punctuate [--alignment TALK.timings.tsv] TALK.txt`` -- scored per word against ``TALK.ref.tsv``
-(:func:`punctuation.real_speech.evaluate_real_speech`). The report puts them beside each model's IWSLT2011
-figures (``metrics/eval/EXPERIMENT.json`` for ``artifacts/EXPERIMENT/model``,
-``metrics/eval_variants/RUN/EXPERIMENT.json`` for ``variant_artifacts/RUN/EXPERIMENT/model``) and shows the
-pause model (``--pause-model``).
+(:func:`realspeech.evaluate.evaluate_real_speech`). The report puts them beside each model's IWSLT2011
+figures -- the metrics file under ``metrics/eval`` or ``metrics/eval_variants`` that names the model directory
+(:func:`evaluation.benchmark.find_evaluation`) -- and shows the pause model (``--pause-model``).
 
 ``--model NAME=DIR`` replaces the models of the params file (scratch runs); ``--cross-fitted`` adds a model
 that scores each talk with a model whose pause model was fitted without that talk
@@ -25,27 +24,26 @@ from pathlib import Path
 from typing import Any
 
 from corpus.io import atomic_write_text
-from pipeline.stage import option, read_json, stage_parser, start, write_json
-from punctuation.params import require
-from punctuation.real_speech import evaluate_real_speech, real_speech_markdown
+from experiments.params import require
+from evaluation.benchmark import find_evaluation
+from pipeline.stage import option, read_json, stage_parser, start, write_metrics
+from realspeech.evaluate import evaluate_real_speech, real_speech_markdown
 
 TEXT, AUDIO = "text_model", "audio_model"
+#: Where the evaluate stages write the IWSLT2011 scores of each model directory (each file names its model).
+IWSLT_METRICS = ("metrics/eval", "metrics/eval_variants")
 #: How the report describes the models of the default params (others go by their name).
-DESCRIPTIONS = {TEXT: "words", AUDIO: "words + timing cues", "audio_control": "words + label-free timing cues",
+DESCRIPTIONS = {TEXT: "MiniLM encoder, words", AUDIO: "MiniLM encoder, words + timing cues",
+                "audio_control": "MiniLM encoder, words + label-free timing cues",
+                "blstm_text": "BLSTM over GloVe, words", "blstm_audio": "BLSTM, words + timing cues",
+                "blstm_control": "BLSTM, words + label-free timing cues",
                 "transformer_words": "words (the reduced Transformer)",
                 "word_speech2vec": "words + type-level Speech2Vec (the reduced Transformer)"}
-#: (model, the same architecture on words alone): what the model's extra input adds, named in the notes
-SAME_ARCHITECTURE = {"word_speech2vec": "transformer_words"}
-
-
-def iwslt_metrics(model_dir: str | Path) -> Path | None:
-    """Where the evaluate stages put the IWSLT2011 scores of a model directory of the pipeline's layout."""
-    parts = Path(model_dir).parts
-    if len(parts) >= 3 and parts[-1] == "model" and parts[-3] == "artifacts":
-        return Path("metrics/eval") / f"{parts[-2]}.json"
-    if len(parts) >= 4 and parts[-1] == "model" and parts[-4] == "variant_artifacts":
-        return Path("metrics/eval_variants") / parts[-3] / f"{parts[-2]}.json"
-    return None
+#: model -> the same architecture on words alone: what the model's extra input adds, named in the notes
+SAME_ARCHITECTURE = {AUDIO: TEXT, "audio_control": TEXT, "word_speech2vec": "transformer_words",
+                     "blstm_audio": "blstm_text", "blstm_control": "blstm_text"}
+#: speech model -> its label-free control (the same inputs with no punctuation cue in them)
+CONTROL_OF = {AUDIO: "audio_control", "blstm_audio": "blstm_control"}
 
 
 def _pairs(values: Sequence[str] | None, flag: str) -> dict[str, str]:
@@ -80,28 +78,32 @@ def _notes(result: dict[str, Any], models: dict[str, Any]) -> list[str]:
         entry = found.get(name, {}).get(input_name)
         return None if entry is None else 100 * entry["all"][label]["f1"]
 
-    text = f1(TEXT, "text")
-    if text is not None and f1(AUDIO, "timings") is not None:
-        gain = {label: f1(AUDIO, "timings", label) - f1(TEXT, "text", label) for label in ("PERIOD", "COMMA")}
+    for name, control in CONTROL_OF.items():
+        base = SAME_ARCHITECTURE[name]
+        if f1(name, "timings") is None or f1(base, "text") is None:
+            continue
+        gain = {label: f1(name, "timings", label) - f1(base, "text", label) for label in ("PERIOD", "COMMA")}
+        against_control = "" if f1(control, "timings") is None else (
+            f"; against `{control}` with the same timings {f1(name, 'timings') - f1(control, 'timings'):+.1f}")
         notes.append(
-            f"- `{AUDIO}` with the real timings against `{TEXT}` on the same words: overall F1 "
-            f"{f1(AUDIO, 'timings') - text:+.1f} points, PERIOD {gain['PERIOD']:+.1f}, COMMA {gain['COMMA']:+.1f}; "
-            f"without speech (its text-only fallback) {f1(AUDIO, 'text') - text:+.1f}.")
+            f"- `{name}` with the real timings against `{base}` on the same words: overall F1 "
+            f"{f1(name, 'timings') - f1(base, 'text'):+.1f} points, PERIOD {gain['PERIOD']:+.1f}, COMMA "
+            f"{gain['COMMA']:+.1f}; without speech (its text-only fallback) {f1(name, 'text') - f1(base, 'text'):+.1f}"
+            f"{against_control}.")
     for name in found:
-        if name in (TEXT, AUDIO) or f1(name, "timings") is None:
+        base = SAME_ARCHITECTURE.get(name)
+        if name in CONTROL_OF or base is None or f1(name, "timings") is None or f1(base, "text") is None:
             continue
         notes.append(f"- `{name}`: {f1(name, 'timings') - f1(name, 'text'):+.1f} points from the real timings "
-                     f"(text only → with timings), against `{TEXT}`: {f1(name, 'timings') - text:+.1f}.")
+                     f"(text only → with timings), against `{base}`: {f1(name, 'timings') - f1(base, 'text'):+.1f}.")
     for name in found:
-        if name in (TEXT, AUDIO) or name in SAME_ARCHITECTURE.values() or f1(name, "timings") is not None \
-                or text is None:
+        base = SAME_ARCHITECTURE.get(name)
+        if base is None or f1(name, "timings") is not None or f1(base, "text") is None:
             continue
-        words_only = SAME_ARCHITECTURE.get(name)
-        against = (f"{f1(name, 'text') - f1(words_only, 'text'):+.1f} points against `{words_only}`, the same "
-                   f"architecture on words alone" if f1(words_only, "text") is not None
-                   else f"{f1(name, 'text') - text:+.1f} points against `{TEXT}`")
         notes.append(f"- `{name}` reads no timing of the recording (a type-level speech vector is a function of the "
-                     f"word, looked up from the text): on real speech it is one more text model, {against}.")
+                     f"word, looked up from the text): on real speech it is one more text model, "
+                     f"{f1(name, 'text') - f1(base, 'text'):+.1f} points against `{base}`, the same architecture "
+                     "on words alone.")
     notes.append("- Timing cues are simulated for the training text from the pause model below; the IWSLT2011 "
                  "test sets are read without speech (their synthetic audio was read from punctuated text, so its "
                  "pauses give the marks away).")
@@ -131,11 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   models, device=args.device, predictions_dir=args.predictions)
     iwslt = {}
     for name, model_dir in models.items():
-        path = iwslt_metrics(model_dir) if isinstance(model_dir, (str, Path)) else None
-        iwslt[name] = read_json(path, missing_ok=True) if path else None
-        result["models"][name]["iwslt_metrics"] = str(path) if path else None
+        found = find_evaluation(model_dir, IWSLT_METRICS) if isinstance(model_dir, (str, Path)) else None
+        iwslt[name] = found[1] if found else None
+        result["models"][name]["iwslt_metrics"] = found[0].as_posix() if found else None
     pause_model = read_json(args.pause_model, missing_ok=True)
-    write_json(args.metrics, result)
+    write_metrics(args.metrics, result)
     descriptions = {name: DESCRIPTIONS[name] for name in models if name in DESCRIPTIONS}
     descriptions.update({name: "words + timing cues, pause model fitted without the talk scored"
                          for name, dirs in models.items() if not isinstance(dirs, (str, Path))})

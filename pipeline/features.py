@@ -5,7 +5,8 @@
                                 [--metrics metrics/acoustic.json] [--report reports/audio_report.md]
 
 Reads the ``features`` section of the params file (``splits``; ``config``: fields of
-:class:`audio.features.FeatureConfig`) and runs :func:`audio.features_stage.token_features`: per split
+:class:`audio.features.FeatureConfig`; ``workers`` and ``scheduler`` as in ``align``) and runs
+:func:`audio.features_stage.token_features`, talks in parallel with a progress bar: per split
 ``features.npy``/``missing.npy``/``has_audio.npy``/``feature_names.json`` and the MFCC store
 (``mfcc.npy``, ``mfcc_offsets.npy``) under ``<out>/<split>/``. Writes the coverage figures to the metrics
 file, and the audio half's report -- audio made, alignment, ASR timing coverage, features, excluded and
@@ -23,8 +24,8 @@ from audio.features import FeatureConfig
 from audio.features_stage import audio_report_markdown, token_features
 from audio.stage_common import failed_talks_exit
 from corpus.io import atomic_write_text
-from pipeline.stage import option, read_json, stage_parser, start, write_json
-from punctuation.params import ParamsError, require
+from experiments.params import ParamsError, require
+from pipeline.stage import option, read_json, stage_parser, start, write_metrics
 
 REPORT_PATH = Path("reports/audio_report.md")
 
@@ -50,15 +51,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out,
         splits=list(require(section, "splits", "features")),
         config=FeatureConfig(**overrides),
+        workers=require(section, "workers", "features"),
+        scheduler=require(section, "scheduler", "features"),
         progress=not args.quiet,
     )
-    metrics_path = write_json(args.metrics, report, ensure_ascii=False)
+    metrics_path = write_metrics(args.metrics, report, ensure_ascii=False)
     markdown = audio_report_markdown(read_json(Path(args.audio) / "audio_report.json", missing_ok=True),
                                      read_json(Path(args.alignments) / "alignment_report.json", missing_ok=True),
                                      report)
     report_path = atomic_write_text(args.report, markdown)
 
-    print(f"features: {report['seconds']:.1f} s -> {args.out}")
+    print(f"features ({report['engine']}): {report['seconds']:.1f} s -> {args.out}")
     for split, info in report["splits"].items():
         timed = f"{info['coverage_timed']:.1%}" if info["coverage_timed"] is not None else "-"
         print(f"  {split}: {info['tokens']:,} tokens, {info['tokens_with_audio']:,} with audio, "

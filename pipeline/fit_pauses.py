@@ -7,7 +7,7 @@ Fits :class:`embeddings.timing_features.PauseModel` on the real-speech talks ``d
 ``data.real_speech_dir`` (``--talks`` fits on others, e.g. one talk to score on the other), writes it to
 ``OUT/model.json`` and the raw timing cues of every prepared split to ``OUT/timed/<split>/timing.npy``
 (label-conditioned) and ``OUT/control/<split>/timing.npy`` (label-independent): simulated for
-``pauses.simulate_splits``, missing for the others (:func:`punctuation.real_speech.simulate_split_cues`).
+``pauses.simulate_splits``, missing for the others (:func:`realspeech.cues.simulate_split_cues`).
 The feature sets of ``embed.feature_sets`` with ``speech_source: {type: pauses, path: OUT/timed}`` read them.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from embeddings.cache import SPLITS
-from pipeline.stage import stage_parser, start, write_json
-from punctuation.params import require
-from punctuation.real_speech import fit_pause_model, simulate_split_cues
+from experiments.params import require
+from pipeline.stage import stage_parser, start, write_metrics
+from realspeech.cues import fit_pause_model, simulate_split_cues
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing_rate=settings.get("missing_rate"),
     )
     report = {"pause_model": model.summary(), "splits": splits, "seconds": round(time.perf_counter() - started, 1)}
-    write_json(args.metrics, report, echo=True)
+    write_metrics(args.metrics, report, echo=True)
     return 0
 
 

@@ -4,7 +4,7 @@
     python -m pipeline.paper status              # which records exist, which are missing
     python -m pipeline.paper report              # reports/paper_results.md from the records
 
-``run`` trains NAME (:data:`punctuation.paper_report.PAPER_RUNS`: an experiment on a feature set) in the
+``run`` trains NAME (:data:`reporting.paper.PAPER_RUNS`: an experiment on a feature set) in the
 ``paper`` profile with ``pipeline.train`` for at most ``--slot-s`` seconds, checkpointing under ``--runs``; a
 call whose slot ends first exits with status 3 and the same command resumes. The call that finishes the
 schedule scores Ref and ASR with ``pipeline.evaluate`` and writes the record (scores + provenance) and the
@@ -20,10 +20,11 @@ import sys
 from pathlib import Path
 
 from corpus.io import atomic_write_text
+from experiments.params import load_params
 from pipeline import evaluate as evaluate_stage
 from pipeline import train as train_stage
-from pipeline.stage import option, read_json, setup_logging, write_json
-from punctuation.paper_report import (
+from pipeline.stage import StageRecord, option, read_json, setup_logging, write_json
+from reporting.paper import (
     PAPER_RUNS,
     load_records,
     missing_records,
@@ -32,8 +33,7 @@ from punctuation.paper_report import (
     record_path,
     small_profile_scores,
 )
-from punctuation.params import load_params
-from punctuation.reporting import load_published
+from reporting.results import load_published
 
 PROFILE = "paper"
 
@@ -67,11 +67,13 @@ def run(args: argparse.Namespace) -> int:
         return status
 
     params = load_params(args.params, profile=PROFILE)
+    train_metrics = folder / "train" / f"{spec.experiment}.json"
     trained = read_json(folder / spec.experiment / "model" / "config.json")  # the settings it was trained with
     record = paper_record(
         name, scores=read_json(folder / "eval" / f"{spec.experiment}.json"),
-        train_metrics=read_json(folder / "train" / f"{spec.experiment}.json"), model_config=trained["model"],
-        train_config=trained["train"], features_dir=features, window=int(trained["window"]),
+        # the record is provenance, not a DVC output: it keeps the wall times the metrics file leaves out
+        train_metrics={**read_json(train_metrics), **StageRecord.facts_of(train_metrics)},
+        model_config=trained["model"], train_config=trained["train"], features_dir=features, window=int(trained["window"]),
         stride=int(trained["stride"]), profile=PROFILE,
         published=spec.published or params["active"]["experiments"][spec.experiment].get("published"))
     path = write_json(record_path(args.records, name), record)

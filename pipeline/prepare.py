@@ -3,7 +3,7 @@
     python -m pipeline.prepare [--params params.yaml] [--out data/prepared]
 
 Reads the ``data`` section of the params file (with the active profile's overrides, e.g. ``train_tokens``),
-runs :func:`punctuation.prepare.prepare_data`, and writes ``metrics/data.json`` and ``reports/data_report.md``.
+runs :func:`trainset.prepare.prepare_data`, and writes ``metrics/data.json`` and ``reports/data_report.md``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from corpus.io import atomic_write_text
-from pipeline.stage import option, stage_parser, start, write_json
-from punctuation.params import require
-from punctuation.prepare import prepare_data, report_markdown
+from experiments.params import require
+from pipeline.stage import option, stage_parser, start, write_metrics
+from trainset.prepare import prepare_data, report_markdown
 
 METRICS_PATH = Path("metrics/data.json")
 REPORT_PATH = Path("reports/data_report.md")
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     seconds = time.perf_counter() - started
     report = prepared.report
-    metrics_path = write_json(args.metrics, report, ensure_ascii=False)
+    metrics_path = write_metrics(args.metrics, report, ensure_ascii=False)
     report_path = atomic_write_text(args.report, report_markdown(report))
 
     talks = report["talks"]

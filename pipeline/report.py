@@ -10,7 +10,7 @@ Also reports runs kept outside the default pipeline (e.g. the FF2 ablations)::
 
 Each experiment's metrics and model are taken from the first of the given folders that has them.
 
-The summary (params ``experiments`` and ``variants``, from ``--metrics``) is written on the default run (no
+The summary (params ``experiments``, ``variants`` and ``tunings``, from ``--metrics``) is written on the default run (no
 ``--experiments``). ``--summary-only --readme README.md`` writes just the summary, and also into the README
 between its lines ``<!-- results:start -->`` and ``<!-- results:end -->``, so the README's figures are the
 metrics' (``tests/test_readme_results.py`` fails when they differ).
@@ -23,8 +23,9 @@ import shutil
 from pathlib import Path
 
 from corpus.io import atomic_write_text
+from experiments.params import runs_on_feature_sets
 from pipeline.stage import option, stage_parser, start
-from punctuation.reporting import (
+from reporting.results import (
     analysis_figures,
     collect_experiments,
     collect_figures,
@@ -37,8 +38,8 @@ from punctuation.reporting import (
 
 
 def summary_text(params: dict, metrics_dir: Path) -> str:
-    """The summary table of the default pipeline's runs (params ``experiments`` and ``variants``)."""
-    rows = summary_rows(list(params["experiments"]), dict(params.get("variants") or {}),
+    """The summary table of the default pipeline's runs (params ``experiments``, ``variants`` and ``tunings``)."""
+    rows = summary_rows(list(params["experiments"]), runs_on_feature_sets(params),
                         params["active"]["experiments"], metrics_dir)
     return summary_markdown(params["profile"], rows, load_published())
 

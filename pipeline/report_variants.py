@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from corpus.io import atomic_write_text
+from experiments.params import runs_on_feature_sets
 from pipeline.stage import option, read_json, stage_parser, start
-from punctuation.reporting import collect_variants, load_published, variants_markdown
+from reporting.results import collect_variants, load_published, variants_markdown
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     option(parser, "--metrics", "metrics", "parent of eval/, train/, eval_variants/, ...")
     args, params = start(parser, argv)
     metrics = Path(args.metrics)
-    by_experiment = collect_variants(params.get("variants") or {}, params["active"]["experiments"],
+    by_experiment = collect_variants(runs_on_feature_sets(params), params["active"]["experiments"],
                                      metrics / "eval", metrics / "train", metrics / "eval_variants",
                                      metrics / "train_variants")
     coverage = {"word": read_json(metrics / "embedding_coverage.json")}

@@ -18,15 +18,15 @@ from corpus.io import atomic_write_text
 from embeddings.evaluation import HOMOPHONES, compare_word_similarity, homophone_check, read_word_pairs, wordsim353_path
 from embeddings.sources import load_word_vectors
 from embeddings.speech2vec import SUMMARY_FILE, VECTORS_FILE, Speech2VecConfig, train_speech2vec
-from pipeline.stage import option, read_json, stage_parser, start, write_json
-from punctuation.params import require
+from experiments.params import require
+from pipeline.stage import option, read_json, stage_parser, start, write_metrics
 
 
 def _report(summary: dict, similarity: dict, homophones: dict) -> str:
     lines = ["# Speech2Vec", "",
              f"Trained on {summary['training_segments']:,} word segments ({summary['training_words']:,} word types "
              f"seen at least {summary['config']['min_count']} times) of the "
-             f"{'/'.join(summary['config']['train_splits'])} audio in {summary['train_seconds']:.0f} s; "
+             f"{'/'.join(summary['config']['train_splits'])} audio; "
              f"{summary['vocabulary']:,} type-level vectors of dimension {summary['config']['dim']}.", "",
              "Reconstruction error (MSE of standardised MFCCs) per epoch: "
              + ", ".join(f"{x:.3f}" for x in summary["epoch_losses"]), "",
@@ -88,11 +88,13 @@ def main(argv: list[str] | None = None) -> int:
             sources["word (speech2vec vocabulary)"] = restricted
     similarity = compare_word_similarity(sources, read_word_pairs(wordsim353_path()))
     homophones = {name: homophone_check(kv, HOMOPHONES) for name, kv in sources.items()}
+    # the training's wall time is in the returned summary only (not in the summary file DVC hashes); write_metrics
+    # moves it to the stage's timings record
     metrics = {**{k: summary[k] for k in ("training_segments", "training_words", "vocabulary", "train_seconds",
-                                          "seconds", "epoch_losses", "occurrences")},
+                                          "seconds", "epoch_losses", "occurrences") if k in summary},
                "word_similarity": similarity,
                "homophones": {name: {k: v for k, v in row.items() if k != "rows"} for name, row in homophones.items()}}
-    write_json(args.metrics, metrics)
+    write_metrics(args.metrics, metrics)
     text = _report(summary, similarity, homophones)
     atomic_write_text(args.report, text)
     print(text)

@@ -3,15 +3,20 @@
     python -m pipeline.train --experiment transformer [--params params.yaml] [--features data/features]
 
 The experiment is ``experiment_defs.EXPERIMENT`` of the params file with the active profile's overrides
-(:func:`punctuation.params.experiment_config`). Writes ``artifacts/EXPERIMENT/model`` (best checkpoint by dev
+(:func:`experiments.params.experiment_config`). Writes ``artifacts/EXPERIMENT/model`` (best checkpoint by dev
 F1, self-contained for ``punctuate``), keeps a resumable checkpoint in ``checkpoints/EXPERIMENT`` and the
 summary in ``metrics/train/EXPERIMENT.json``.
 
     python -m pipeline.train --variant RUN --features data/feature_sets/SET --artifacts variant_artifacts/RUN ...
 
 trains run ``RUN`` of ``variants`` (stage ``train_variant@RUN``): its experiment on another feature set, with the
-run's own ``train`` settings over the experiment's and, with ``start_from: text_model``, starting from the
-weights of ``punctuate.text_model`` (:mod:`punctuation.warm_start`) instead of a random initialisation.
+run's own ``train`` settings over the experiment's.
+
+    python -m pipeline.train --tuning RUN --features data/feature_sets/SET --artifacts variant_artifacts/RUN ...
+
+trains run ``RUN`` of ``tunings`` (stage ``tune@RUN``): the trained model of its experiment ``from``
+(``--source-artifacts``/FROM/model) tuned on another feature set, its new input columns starting at zero
+(:mod:`training.warm_start`).
 
 Outside DVC, the same command takes another profile (``--profile paper``), device (``--device cuda``) or
 training setting (``--set KEY=VALUE``, checked like params), and a budget for this call: ``--pause-after-s S``
@@ -22,20 +27,18 @@ ends training for good after S seconds and writes the model as it is. Several GP
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-
 from embeddings.store import FeatureCacheError
-from pipeline.stage import option, stage_parser, start, write_json
-from punctuation.checkpoints import exit_with_parent
-from punctuation.model_dir import ModelDirectoryError
-from punctuation.params import ParamsError, experiment_config, load_params, variant_config
-from punctuation.train_config import PAUSED_EXIT_STATUS, parse_setting
-from punctuation.training import Budget, ConfigError, DeviceUnavailable, TrainingFolderLocked, train_model
-from punctuation.warm_start import WarmStartError
+from experiments.params import ParamsError, experiment_config, load_params, tuning_config, variant_config
+from inference.model_dir import ModelDirectoryError
+from pipeline.stage import option, stage_parser, start, write_metrics
+from training import Budget, ConfigError, DeviceUnavailable, TrainingFolderLocked, train_model
+from training.checkpoints import exit_with_parent
+from training.config import PAUSED_EXIT_STATUS, parse_setting
+from training.warm_start import WarmStartError
 
 ERROR_EXIT_STATUS = 2
 
@@ -45,9 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = parser.add_mutually_exclusive_group(required=True)
     runs.add_argument("--experiment", help="name under experiment_defs")
     runs.add_argument("--variant", help="name under variants (a run of an experiment on another feature set)")
+    runs.add_argument("--tuning", help="name under tunings (a trained experiment tuned on another feature set)")
     option(parser, "--features", "data/features", "cached features")
     option(parser, "--artifacts", "artifacts", "parent of EXPERIMENT/model")
     option(parser, "--checkpoints", "checkpoints", "parent of EXPERIMENT's resumable checkpoint")
+    option(parser, "--source-artifacts", "artifacts", "parent of FROM/model, the trained model a tuning starts from")
     parser.add_argument("--profile", help="profile of the params file to use (default: the file's own)")
     parser.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: the experiment's train.device)")
     parser.add_argument("--set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",
@@ -62,7 +67,10 @@ def main(argv: list[str] | None = None) -> int:
             params = load_params(args.params, profile=args.profile)
         init_from = None
         if args.variant:
-            args.experiment, model_config, train_config, init_from = variant_config(params, args.variant)
+            args.experiment, model_config, train_config = variant_config(params, args.variant)
+        elif args.tuning:
+            args.experiment, model_config, train_config = tuning_config(params, args.tuning)
+            init_from = Path(args.source_artifacts) / args.experiment / "model"
         else:
             model_config, train_config = experiment_config(params, args.experiment)
         train_config.update({**dict(args.set), **({"device": args.device} if args.device else {})})
@@ -82,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"experiment": args.experiment, "paused_at_step": result.metrics["steps"],
                           "resume": "run the same command again"}))
         return PAUSED_EXIT_STATUS
-    write_json(Path(args.metrics) / f"{args.experiment}.json", result.metrics, echo=True)
+    write_metrics(Path(args.metrics) / f"{args.experiment}.json", {**result.metrics, **result.timings}, echo=True)
     return 0
 
 

@@ -1,21 +1,24 @@
-"""How much of a comparison is the seed's luck: repeat the default pipeline's comparisons with other seeds.
+"""How much of a comparison is the seed's luck: the default pipeline repeated with other seeds, as DVC experiments.
 
-    python scripts/seed_spread.py --out runs/seeds [--seeds 2 3] [--params params.yaml] [--reports reports]
+    python scripts/seed_spread.py run --seeds 2 3        # one `dvc exp run -S train.seed=S -n seed-S` per seed
+    python scripts/seed_spread.py report [--reports reports]
 
-Run it after ``dvc repro`` (seed 1 is the default pipeline's own run: its models and metrics). For every other
-seed S it trains, through the pipeline's own commands (``python -m pipeline.train`` / ``pipeline.evaluate`` with
-``--set seed=S``), into ``OUT``:
+``run``: each seed is a DVC experiment of the whole default pipeline with ``train.seed=S``: every training stage
+reruns with that seed (data, audio and feature stages are unchanged and come from DVC's run cache), and DVC keeps
+the result as experiment ``seed-S`` (``dvc exp show``, ``dvc exp apply seed-S``). The experiments run one after
+the other in this workspace, which must have no uncommitted change to tracked files; afterwards it is restored to
+its commit (``git checkout HEAD -- .`` and ``dvc checkout``). A seed whose experiment exists is not run again. On
+2 CPU cores a seed takes about as long as the training stages of ``dvc repro``.
 
-* the comparison of Yi & Tao's inputs: the reduced Transformer on words (``words_S``) and on words + type-level
-  Speech2Vec (``ws_S``, run ``transformer_word_speech``);
-* the chain that ``punctuate`` uses: the text model (``text_S``, experiment ``blstm``), then the speech model
-  (``blstm_word_pauses_S``) and its control (``blstm_word_pauses_control_S``), each started from *that seed's*
-  text model (``OUT/params_S.yaml``: the params with ``punctuate.text_model`` pointing at it).
+``report``: the metrics of the commit (seed 1, the pipeline's own run) and of every ``seed-S`` experiment, from
+``dvc exp show --json``, into
 
-A run whose scores exist is not trained again, so an interrupted call resumes. Then it scores every model on the
-real-speech development talks exactly as ``punctuate`` labels them and writes
-``REPORTS/transformer_speech2vec_seeds.md`` and ``REPORTS/real_speech_seeds.md``, with their figures in
-``REPORTS/seed_spread_summary.json``. On 2 CPU cores each seed takes about 17 min (both comparisons).
+* ``REPORTS/real_speech_seeds.md``: each speech model of the default (the MiniLM encoder's and the BLSTM's) with
+  the real timings of the development talks, against its own text model and against its label-free control
+  with the same timings, seed by seed;
+* ``REPORTS/transformer_speech2vec_seeds.md``: the reduced Transformer on words against words + type-level
+  Speech2Vec (IWSLT2011 Ref/ASR and real speech);
+* ``REPORTS/seed_spread_summary.json``: the figures of both.
 """
 
 from __future__ import annotations
@@ -28,221 +31,224 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from punctuation.params import load_params  # noqa: E402
-
-# name prefix -> (experiment, variant run of params.yaml `variants` or None for the experiment on data/features);
-# a variant's feature set is read from params.yaml.
-RUNS = {
-    "words": ("transformer", None),
-    "ws": ("transformer", "transformer_word_speech"),
-    "text": ("blstm", None),
-    "blstm_word_pauses": ("blstm", "blstm_word_pauses"),
-    "blstm_word_pauses_control": ("blstm", "blstm_word_pauses_control"),
-}
+#: The chains `punctuate` offers (evaluate_real's model names): (text model, speech model, its control, title)
+CHAINS = (("text_model", "audio_model", "audio_control", "MiniLM encoder"),
+          ("blstm_text", "blstm_audio", "blstm_control", "BLSTM over GloVe"))
+#: Yi & Tao's comparison at the reduced size: (words, words + type-level Speech2Vec)
+SPEECH2VEC_PAIR = ("transformer_words", "word_speech2vec")
+REAL_SPEECH_METRICS = "metrics/real_speech.json"
 
 
-def run_paths(out: Path, prefix: str, seed: int) -> tuple[Path, Path]:
-    """The model directory and the scores file of run ``prefix`` with ``seed``; seed 1 is the pipeline's own run
-    (``artifacts/EXPERIMENT/model`` and ``metrics/eval/EXPERIMENT.json``, or for a variant
-    ``variant_artifacts/RUN/EXPERIMENT/model`` and ``metrics/eval_variants/RUN/EXPERIMENT.json``)."""
-    experiment, variant = RUNS[prefix]
-    if seed == 1:
-        if variant is None:
-            return Path("artifacts") / experiment / "model", Path("metrics/eval") / f"{experiment}.json"
-        return (Path("variant_artifacts") / variant / experiment / "model",
-                Path("metrics/eval_variants") / variant / f"{experiment}.json")
-    name = f"{prefix}_{seed}"
-    return out / name / experiment / "model", out / "eval" / name / f"{experiment}.json"
+def experiment_name(seed: int) -> str:
+    return f"seed-{seed}"
 
 
-def features_dir(params: Mapping[str, Any], prefix: str) -> str:
-    """The feature cache run ``prefix`` reads: its variant's feature set in ``params``, or ``data/features``."""
-    variant = RUNS[prefix][1]
-    return f"data/feature_sets/{params['variants'][variant]['features']}" if variant else "data/features"
+def run_command(command: Sequence[str], **options: Any) -> subprocess.CompletedProcess:
+    print("+", " ".join(command), flush=True)
+    return subprocess.run(list(command), check=True, **options)
 
 
-def seed_commands(prefix: str, seed: int, out: Path, params: Path, features: str) -> list[list[str]]:
-    """The train and evaluate commands of run ``prefix`` with ``seed`` (``params``: the params file it trains with,
-    ``features``: the feature cache it reads)."""
-    experiment, variant = RUNS[prefix]
-    name = f"{prefix}_{seed}"
-    target = ["--variant", variant] if variant else ["--experiment", experiment]
-    train = [sys.executable, "-m", "pipeline.train", *target, "--params", str(params), "--features", features,
-             "--set", f"seed={seed}", "--artifacts", str(out / name), "--checkpoints", str(out / "checkpoints" / name),
-             "--metrics", str(out / "train" / name)]
-    evaluate = [sys.executable, "-m", "pipeline.evaluate", "--stage", "--experiment", experiment, "--params",
-                str(params), "--features", features, "--artifacts", str(out / name), "--metrics",
-                str(out / "eval" / name)]
-    return [train, evaluate]
+def metrics_by_name(show: list[dict]) -> dict[str, dict[str, Any]]:
+    """``{name: {metrics path: content}}`` from ``dvc exp show --json``: the commit's row as ``"baseline"``, each
+    experiment by its name (the workspace row is left out: it may hold anything)."""
+    found: dict[str, dict[str, Any]] = {}
 
+    def metrics_of(data: Mapping[str, Any] | None) -> dict[str, Any]:
+        return {path: (entry or {}).get("data") for path, entry in ((data or {}).get("metrics") or {}).items()}
 
-def seed_params(params_path: Path, out: Path, seed: int) -> Path:
-    """A copy of the params whose ``punctuate.text_model`` is this seed's text model (the speech model and the
-    control start from it)."""
-    params = yaml.safe_load(params_path.read_text(encoding="utf-8"))
-    params.setdefault("punctuate", {})["text_model"] = str(run_paths(out, "text", seed)[0])
-    path = out / f"params_{seed}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-    return path
-
-
-def train_seed(seed: int, out: Path, params_path: Path, params: Mapping[str, Any], prefixes: Sequence[str]) -> None:
-    """Train and evaluate every run of ``prefixes`` with ``seed`` whose scores are not there yet (text model
-    first: the speech model and the control start from it); ``params``: ``params_path`` loaded."""
-    for prefix in sorted(prefixes, key=lambda p: p != "text"):
-        if run_paths(out, prefix, seed)[1].exists():
-            print(f"seed {seed}: {prefix} already scored", flush=True)
+    for row in show:
+        if row.get("rev") == "workspace":
             continue
-        run_params = seed_params(params_path, out, seed) if RUNS[prefix][1] else params_path
-        for command in seed_commands(prefix, seed, out, run_params, features_dir(params, prefix)):
-            print("+", " ".join(command), flush=True)
-            subprocess.run(command, check=True)
+        if "baseline" not in found:
+            found["baseline"] = metrics_of(row.get("data"))
+        for experiment in row.get("experiments") or []:
+            for rev in experiment.get("revs") or []:
+                if rev.get("name"):
+                    found[rev["name"]] = metrics_of(rev.get("data"))
+    return found
 
 
-def collect(out: Path, seeds: Sequence[int], prefixes: Sequence[str], real_dir: Path,
-            real_talks: Sequence[str]) -> dict[str, dict[str, float]]:
-    """Per run and seed (``PREFIX_SEED``): IWSLT2011 Ref/ASR F1 and, on the real talks, the overall and PERIOD F1
-    from text alone (``text``) and with the real timings (``timings``), pooled and per talk; in %."""
-    from punctuation.real_speech import evaluate_real_speech
+def show_experiments(dvc: str = "dvc") -> dict[str, dict[str, Any]]:
+    result = subprocess.run([dvc, "exp", "show", "--json"], check=True, capture_output=True, text=True)
+    return metrics_by_name(json.loads(result.stdout))
 
-    names = {f"{prefix}_{seed}": run_paths(out, prefix, seed) for prefix in prefixes for seed in seeds}
-    real = evaluate_real_speech(real_dir, real_talks, {name: paths[0] for name, paths in names.items()})
-    rows: dict[str, dict[str, float]] = {}
-    for name, (_, scores_path) in names.items():
-        scores = json.loads(scores_path.read_text(encoding="utf-8"))
-        row = {"ref": 100 * scores["ref"]["OVERALL"]["f1"], "asr": 100 * scores["asr"]["OVERALL"]["f1"]}
-        for input_name in ("text", "timings"):
-            entry = real["models"][name].get(input_name)
-            if entry is None:
+
+def run_seeds(seeds: Sequence[int], *, dvc: str = "dvc") -> None:
+    """Run every seed's experiment that does not exist yet, then restore the workspace to its commit."""
+    if 1 in seeds:
+        raise SystemExit("error: seed 1 is the pipeline's own run (the commit's metrics): give other seeds")
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], check=True,
+                             capture_output=True, text=True).stdout
+    if changed.strip():
+        raise SystemExit("error: the workspace has uncommitted changes to tracked files; each seed runs in this "
+                         f"workspace, which is restored to its commit afterwards. Commit or stash them first:\n{changed}")
+    existing = show_experiments(dvc)
+    try:
+        for seed in seeds:
+            if experiment_name(seed) in existing:
+                print(f"{experiment_name(seed)}: already an experiment", flush=True)
                 continue
-            row[input_name] = 100 * entry["all"]["OVERALL"]["f1"]
-            row[f"{input_name}_period"] = 100 * entry["all"]["PERIOD"]["f1"]
-            for talk, talk_scores in entry["talks"].items():
+            run_command([dvc, "exp", "run", "-S", f"train.seed={seed}", "-n", experiment_name(seed)])
+    finally:
+        run_command(["git", "checkout", "HEAD", "--", "."])
+        run_command([dvc, "checkout", "--force"])
+
+
+def rows_of(metrics: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Per model of the real-speech metrics: IWSLT2011 Ref/ASR overall F1 (from the evaluate metrics the
+    real-speech metrics name) and real-speech overall, PERIOD and per-talk F1 from text alone and with the real
+    timings; in %."""
+    real = metrics.get(REAL_SPEECH_METRICS)
+    if not real:
+        raise ValueError(f"no {REAL_SPEECH_METRICS} in these metrics: run the default pipeline first")
+    rows = {}
+    for name, entry in real["models"].items():
+        row: dict[str, float] = {}
+        iwslt = metrics.get(entry.get("iwslt_metrics") or "")
+        if iwslt:
+            row.update(ref=100 * iwslt["ref"]["OVERALL"]["f1"], asr=100 * iwslt["asr"]["OVERALL"]["f1"])
+        for input_name in ("text", "timings"):
+            if input_name not in entry:
+                continue
+            scores = entry[input_name]
+            row[input_name] = 100 * scores["all"]["OVERALL"]["f1"]
+            row[f"{input_name}_period"] = 100 * scores["all"]["PERIOD"]["f1"]
+            for talk, talk_scores in scores["talks"].items():
                 row[f"{input_name}_{talk}"] = 100 * talk_scores["OVERALL"]["f1"]
         rows[name] = row
     return rows
 
 
-def _sd(values: Sequence[float]) -> str:
-    return f"{statistics.stdev(values):.1f}" if len(values) > 1 else "–"
+def seed_rows(by_name: Mapping[str, Mapping[str, Any]], seeds: Sequence[int]) -> dict[int, dict[str, dict]]:
+    """``{seed: rows}``, seed 1 from the commit's metrics; a seed without its experiment is an error naming it."""
+    out = {}
+    for seed in seeds:
+        name = "baseline" if seed == 1 else experiment_name(seed)
+        if name not in by_name:
+            raise SystemExit(f"error: no experiment {name!r} (dvc exp show): run `scripts/seed_spread.py run "
+                             f"--seeds {seed}` first")
+        out[seed] = rows_of(by_name[name])
+    return out
 
 
-def speech2vec_markdown(rows: Mapping[str, Mapping[str, float]], seeds: Sequence[int],
-                        notes: Sequence[str] = ()) -> str:
+def _mean(values: Sequence[float]) -> float:
+    return statistics.mean(values)
+
+
+def real_speech_seeds_markdown(rows: Mapping[int, Mapping[str, Mapping[str, float]]], talks: Sequence[str],
+                               notes: Sequence[str] = ()) -> str:
+    """Each chain of :data:`CHAINS`, seed by seed: the speech model with real timings against its own text model
+    and against the control with the same timings."""
+    seeds = sorted(rows)
+    lines = ["# Real speech over seeds: text model, speech model and control", "",
+             "Written by `python scripts/seed_spread.py report`. Seed 1 is the default pipeline's own run; every "
+             "other seed S is the DVC experiment `seed-S` of the whole default pipeline with `train.seed=S` (the "
+             "speech models and controls start from that seed's text models). Real speech: the development talks "
+             "of `ted_real`, labelled as `punctuate` labels them; IWSLT2011 Ref read without speech. Overall F1 "
+             "in %.", "", *[line for note in notes for line in (note, "")]]
+    for text_name, speech_name, control_name, title in CHAINS:
+        if any(text_name not in rows[seed] or speech_name not in rows[seed] or control_name not in rows[seed]
+               for seed in seeds):
+            continue
+        lines += [f"## {title}", "",
+                  "| seed | text model | speech model, text only | speech model + real timings | control + real "
+                  "timings | Δ vs text model | Δ PERIOD | Δ vs control | " + " | ".join(f"{t} Δ" for t in talks)
+                  + " | IWSLT Ref: text / speech / control |",
+                  "|---|---|---|---|---|---|---|---|" + "---|" * len(talks) + "---|"]
+        columns: dict[str, list[float]] = {}
+
+        def add(key: str, value: float) -> float:
+            columns.setdefault(key, []).append(value)
+            return value
+
+        for seed in seeds:
+            text, speech, control = (rows[seed][name] for name in (text_name, speech_name, control_name))
+            cells = [add("text", text["text"]), add("speech_text", speech["text"]), add("speech", speech["timings"]),
+                     add("control", control["timings"])]
+            gains = [add("gain", speech["timings"] - text["text"]),
+                     add("gain_period", speech["timings_period"] - text["text_period"]),
+                     add("gain_control", speech["timings"] - control["timings"])]
+            gains += [add(f"gain_{t}", speech[f"timings_{t}"] - text[f"text_{t}"]) for t in talks]
+            ref = [add("ref_text", text.get("ref", float("nan"))), add("ref_speech", speech.get("ref", float("nan"))),
+                   add("ref_control", control.get("ref", float("nan")))]
+            lines.append(f"| {seed} | " + " | ".join(f"{c:.1f}" for c in cells) + " | "
+                         + " | ".join(f"{g:+.1f}" for g in gains) + " | " + " / ".join(f"{r:.1f}" for r in ref) + " |")
+        mean = {key: _mean(values) for key, values in columns.items()}
+        lines.append("| mean | " + " | ".join(f"{mean[k]:.1f}" for k in ("text", "speech_text", "speech", "control"))
+                     + " | " + " | ".join(f"{mean[k]:+.1f}" for k in ["gain", "gain_period", "gain_control"]
+                                          + [f"gain_{t}" for t in talks])
+                     + " | " + " / ".join(f"{mean[k]:.1f}" for k in ("ref_text", "ref_speech", "ref_control")) + " |")
+        lines += ["", f"Over these seeds the speech model with real timings gains {min(columns['gain']):+.1f} to "
+                  f"{max(columns['gain']):+.1f} F1 over its own text model (PERIOD {min(columns['gain_period']):+.1f} "
+                  f"to {max(columns['gain_period']):+.1f}) and {min(columns['gain_control']):+.1f} to "
+                  f"{max(columns['gain_control']):+.1f} over the control with the same timings.", ""]
+    return "\n".join(lines)
+
+
+def speech2vec_markdown(rows: Mapping[int, Mapping[str, Mapping[str, float]]], notes: Sequence[str] = ()) -> str:
     """The reduced Transformer on words against words + type-level Speech2Vec, seed by seed."""
+    words_name, both_name = SPEECH2VEC_PAIR
+    seeds = sorted(rows)
     lines = ["# Reduced Transformer: words vs words + type-level Speech2Vec, over seeds", "",
-             "Written by `python scripts/seed_spread.py` (not a pipeline stage). Seed 1 is the default pipeline's own "
-             "run; the others are the same stages with `--set seed=S`. Real speech: the development talks of "
-             "`ted_real` from text alone, as `punctuate` labels them. Overall F1 in %.", "",
-             *[line for note in notes for line in (note, "")],
-             "| seed | words: Ref | ASR | real speech | + Speech2Vec: Ref | ASR | real speech "
-             "| Δ Ref | Δ ASR | Δ real |",
+             "Written by `python scripts/seed_spread.py report` from the default pipeline's run (seed 1) and the DVC "
+             "experiments `seed-S`. Real speech: the development talks of `ted_real` from text alone, as "
+             "`punctuate` labels them. Overall F1 in %.", "", *[line for note in notes for line in (note, "")],
+             "| seed | words: Ref | ASR | real speech | + Speech2Vec: Ref | ASR | real speech | Δ Ref | Δ ASR | Δ real |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     deltas: dict[str, list[float]] = {"ref": [], "asr": [], "text": []}
     for seed in seeds:
-        words, both = rows[f"words_{seed}"], rows[f"ws_{seed}"]
+        words, both = rows[seed][words_name], rows[seed][both_name]
         for key in deltas:
             deltas[key].append(both[key] - words[key])
         lines.append(f"| {seed} | {words['ref']:.1f} | {words['asr']:.1f} | {words['text']:.1f} | {both['ref']:.1f} | "
                      f"{both['asr']:.1f} | {both['text']:.1f} | {deltas['ref'][-1]:+.1f} | {deltas['asr'][-1]:+.1f} | "
                      f"{deltas['text'][-1]:+.1f} |")
     cells = []
-    for prefix in ("words", "ws"):
+    for name in SPEECH2VEC_PAIR:
         for key in ("ref", "asr", "text"):
-            values = [rows[f"{prefix}_{seed}"][key] for seed in seeds]
-            cells.append(f"{statistics.mean(values):.1f} ({_sd(values)})")
-    mean_deltas = [f"{statistics.mean(deltas[key]):+.1f}" for key in ("ref", "asr", "text")]
-    lines.append(f"| mean (sd) | {' | '.join(cells)} | {' | '.join(mean_deltas)} |")
+            values = [rows[seed][name][key] for seed in seeds]
+            sd = f"{statistics.stdev(values):.1f}" if len(values) > 1 else "–"
+            cells.append(f"{_mean(values):.1f} ({sd})")
+    lines.append(f"| mean (sd) | {' | '.join(cells)} | "
+                 + " | ".join(f"{_mean(deltas[key]):+.1f}" for key in ("ref", "asr", "text")) + " |")
     lines += ["", "Yi & Tao report +3.5 Ref and +3.5 ASR for word + speech over word.", ""]
     return "\n".join(lines)
 
 
-def real_speech_seeds_markdown(rows: Mapping[str, Mapping[str, float]], seeds: Sequence[int],
-                               talks: Sequence[str], notes: Sequence[str] = ()) -> str:
-    """The chain ``punctuate`` uses, seed by seed: the speech model with real timings against its own text model
-    and against the control with the same timings."""
-    lines = ["# Real speech over seeds: text model, speech model and control", "",
-             "Written by `python scripts/seed_spread.py` (not a pipeline stage). Seed 1 is the default pipeline's own "
-             "run; for every other seed the text model (`blstm`) is trained with `--set seed=S`, and the speech model "
-             "(`blstm_word_pauses`) and its control (`blstm_word_pauses_control`) start from *that* text model. Real "
-             "speech: the development talks of `ted_real`, labelled as `punctuate` labels them; IWSLT2011 Ref read "
-             "without speech. Overall F1 in %.", "",
-             *[line for note in notes for line in (note, "")],
-             "| seed | text model | speech model, text only | speech model + real timings | control + real timings | "
-             "Δ vs text model | Δ PERIOD | Δ vs control | " + " | ".join(f"{talk} Δ" for talk in talks)
-             + " | IWSLT Ref: text / speech / control |",
-             "|---|---|---|---|---|---|---|---|" + "---|" * len(talks) + "---|"]
-    columns: dict[str, list[float]] = {}
-
-    def add(key: str, value: float) -> float:
-        columns.setdefault(key, []).append(value)
-        return value
-
-    for seed in seeds:
-        text, speech = rows[f"text_{seed}"], rows[f"blstm_word_pauses_{seed}"]
-        control = rows[f"blstm_word_pauses_control_{seed}"]
-        cells = [add("text", text["text"]), add("speech_text", speech["text"]), add("speech", speech["timings"]),
-                 add("control", control["timings"])]
-        gains = [add("gain", speech["timings"] - text["text"]),
-                 add("gain_period", speech["timings_period"] - text["text_period"]),
-                 add("gain_control", speech["timings"] - control["timings"])]
-        gains += [add(f"gain_{talk}", speech[f"timings_{talk}"] - text[f"text_{talk}"]) for talk in talks]
-        ref = [add("ref_text", text["ref"]), add("ref_speech", speech["ref"]), add("ref_control", control["ref"])]
-        lines.append(f"| {seed} | " + " | ".join(f"{c:.1f}" for c in cells) + " | "
-                     + " | ".join(f"{g:+.1f}" for g in gains) + " | " + " / ".join(f"{r:.1f}" for r in ref) + " |")
-    mean = {key: statistics.mean(values) for key, values in columns.items()}
-    lines.append("| mean | " + " | ".join(f"{mean[k]:.1f}" for k in ("text", "speech_text", "speech", "control"))
-                 + " | " + " | ".join(f"{mean[k]:+.1f}" for k in ["gain", "gain_period", "gain_control"]
-                                      + [f"gain_{talk}" for talk in talks])
-                 + " | " + " / ".join(f"{mean[k]:.1f}" for k in ("ref_text", "ref_speech", "ref_control")) + " |")
-    lines += ["", f"Over these seeds the speech model with real timings gains {min(columns['gain']):+.1f} to "
-              f"{max(columns['gain']):+.1f} F1 over its own text model (PERIOD {min(columns['gain_period']):+.1f} to "
-              f"{max(columns['gain_period']):+.1f}) and {min(columns['gain_control']):+.1f} to "
-              f"{max(columns['gain_control']):+.1f} over the control with the same timings.", ""]
-    return "\n".join(lines)
+def write_reports(rows: Mapping[int, Mapping[str, Mapping[str, float]]], talks: Sequence[str], reports: Path,
+                  notes: Sequence[str] = ()) -> list[Path]:
+    reports.mkdir(parents=True, exist_ok=True)
+    written = [reports / "seed_spread_summary.json", reports / "real_speech_seeds.md"]
+    written[0].write_text(json.dumps({str(seed): seed_rows for seed, seed_rows in sorted(rows.items())}, indent=1,
+                                     sort_keys=True) + "\n", encoding="utf-8")
+    written[1].write_text(real_speech_seeds_markdown(rows, talks, notes), encoding="utf-8")
+    if all(name in rows[seed] for seed in rows for name in SPEECH2VEC_PAIR):
+        written.append(reports / "transformer_speech2vec_seeds.md")
+        written[-1].write_text(speech2vec_markdown(rows, notes), encoding="utf-8")
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True, help="folder of the runs (resumable)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[2, 3], help="seeds besides the pipeline's (1)")
-    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
-    parser.add_argument("--reports", type=Path, default=Path("reports"))
-    parser.add_argument("--only", choices=["transformer", "punctuate"], default=None,
-                        help="one comparison only: Yi & Tao's inputs, or punctuate's chain")
-    parser.add_argument("--note", action="append", default=[], help="a paragraph under each report's title, e.g. "
-                        "the machine and commit (repeatable)")
+    parser = argparse.ArgumentParser(prog="python scripts/seed_spread.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dvc", default=str(Path(sys.executable).with_name("dvc")), help="the dvc command")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run each seed's experiment (resumable)")
+    run.add_argument("--seeds", type=int, nargs="+", default=[2, 3])
+    report = commands.add_parser("report", help="write the reports from the experiments' metrics")
+    report.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    report.add_argument("--reports", type=Path, default=Path("reports"))
+    report.add_argument("--note", action="append", default=[], help="a paragraph under each title (repeatable)")
     args = parser.parse_args(argv)
-    params = load_params(args.params)
-    prefixes = {"transformer": ["words", "ws"], "punctuate": ["text", "blstm_word_pauses",
-                                                              "blstm_word_pauses_control"]}
-    chosen = prefixes[args.only] if args.only else prefixes["transformer"] + prefixes["punctuate"]
-    for seed in args.seeds:
-        if seed == 1:
-            parser.error("seed 1 is the default pipeline's own run: give other seeds")
-        train_seed(seed, args.out, args.params, params, chosen)
-    seeds = [1, *args.seeds]
-    for prefix in chosen:
-        if not run_paths(args.out, prefix, 1)[1].exists():
-            parser.error(f"{run_paths(args.out, prefix, 1)[1]} is missing: run `dvc repro` first")
-    real_dir = Path(params["data"]["real_speech_dir"])
-    talks = list(params["data"]["real_speech_talks"])
-    rows = collect(args.out, seeds, chosen, real_dir, talks)
-    args.reports.mkdir(parents=True, exist_ok=True)
-    (args.reports / "seed_spread_summary.json").write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n",
-                                                           encoding="utf-8")
-    if "ws" in chosen:
-        text = speech2vec_markdown(rows, seeds, args.note)
-        (args.reports / "transformer_speech2vec_seeds.md").write_text(text, encoding="utf-8")
-    if "text" in chosen:
-        text = real_speech_seeds_markdown(rows, seeds, talks, args.note)
-        (args.reports / "real_speech_seeds.md").write_text(text, encoding="utf-8")
-    print(f"wrote the reports and seed_spread_summary.json (the figures) under {args.reports}")
+    if args.command == "run":
+        run_seeds(args.seeds, dvc=args.dvc)
+        return 0
+    rows = seed_rows(show_experiments(args.dvc), args.seeds)
+    first = rows[min(rows)]
+    talks = sorted({key.split("_", 1)[1] for row in first.values() for key in row
+                    if key.startswith("timings_") and key != "timings_period"})
+    for path in write_reports(rows, talks, args.reports, args.note):
+        print(f"wrote {path}")
     return 0
 
 

@@ -59,7 +59,7 @@ def write_corpus(root: Path, *, talks: int = 40, sentences_per_talk: int = 30) -
 def write_prepared_corpus(corpus_dir: Path, prepared_dir: Path, *, talks: int, sentences_per_talk: int,
                           train_tokens: int) -> dict[str, Path]:
     """A tiny corpus in ``corpus_dir``, prepared into ``prepared_dir``; returns :func:`write_corpus`'s paths."""
-    from punctuation.prepare import prepare_data
+    from trainset.prepare import prepare_data
 
     corpus = write_corpus(corpus_dir, talks=talks, sentences_per_talk=sentences_per_talk)
     prepare_data(corpus["iwslt"], corpus["ted"], prepared_dir, eval_splits=SPLIT_FILES, train_tokens=train_tokens,

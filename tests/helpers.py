@@ -11,6 +11,20 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: The project's packages by layer, bottom first (docs/architecture.md): a package imports only packages of the
+#: layers below it (tests/test_layering.py). pyproject.toml installs exactly these.
+LAYERS = (
+    ("corpus", "experiments"),
+    ("aligner", "embeddings", "models"),
+    ("audio", "trainset", "figures"),
+    ("inference",),
+    ("evaluation",),
+    ("training",),
+    ("realspeech", "reporting"),
+    ("pipeline",),
+)
+PACKAGES = [package for layer in LAYERS for package in layer]
+
 
 def context_rule_batch() -> dict[str, torch.Tensor]:
     """An 8x12 batch (last row padded after 9 tokens) whose labels need the right context: PERIOD before a

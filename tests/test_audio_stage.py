@@ -270,8 +270,10 @@ def test_stage_wrappers_run_on_a_tiny_params_file(tmp_path):
         "profile": "tiny", "profiles": {"tiny": {}},
         "data": {"iwslt_dir": str(iwslt)},
         "audio": {**settings, "voices": ["flite:kal16"]},
-        "align": {"backend": "pocketsphinx", "config": {"unaligned": "interpolate", "max_frame_score": 40.0}},
-        "features": {"splits": ["ref", "asr", "dev"], "config": {"min_voiced_frames": 3}},
+        "align": {"backend": "pocketsphinx", "config": {"unaligned": "interpolate", "max_frame_score": 40.0},
+                  "workers": 1, "scheduler": None},
+        "features": {"splits": ["ref", "asr", "dev"], "config": {"min_voiced_frames": 3}, "workers": 1,
+                     "scheduler": None},
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
     common = ["--params", str(tmp_path / "params.yaml"), "--quiet"]

@@ -6,7 +6,7 @@ import json
 
 from benchmarks.punctuate_speed import benchmark_text, main
 from tests.helpers import write_word2vec_text
-from tests.test_model_dir import VECTORS, make_model_dir
+from tests.test_inference_model_dir import VECTORS, make_model_dir
 
 
 def test_reports_start_up_throughput_and_peak_memory(tmp_path, capsys):
@@ -17,7 +17,16 @@ def test_reports_start_up_throughput_and_peak_memory(tmp_path, capsys):
     [figures] = json.loads(out.read_text())
     assert figures["words"] == 300 and figures["words_per_s"] > 0 and figures["peak_rss_mb"] > 50
     assert figures["start_s"] > 0 and figures["start_vs_torch"] > 0.5
-    assert "words/s" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "words/s" in printed and "words_per_s >= 2,000" in printed  # each figure beside its target
+
+
+def test_each_target_is_met_or_missed():
+    from benchmarks.punctuate_speed import verdict
+
+    assert verdict({"words_per_s": 2500, "peak_rss_mb": 900, "start_vs_torch": 2.0}).count("met") == 3
+    missed = verdict({"words_per_s": 1999, "peak_rss_mb": 1600, "start_vs_torch": 2.6})
+    assert missed.count("MISSED") == 3 and "met" not in missed
 
 
 def test_the_benchmark_text_has_the_asked_number_of_words(tmp_path):

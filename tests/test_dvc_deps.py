@@ -4,6 +4,7 @@ project. Static checks of dvc.yaml and params.yaml, and pipeline.embed on a tiny
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import yaml
 
 from pipeline.embed import NOT_BUILT
 from pipeline.embed import main as embed_main
+from tests.helpers import PACKAGES
 
 REPO = Path(__file__).resolve().parents[1]
 DVC = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
@@ -41,7 +43,7 @@ def test_the_default_word_source_is_a_file_in_the_project_made_by_a_stage():
 
 def test_published_figures_recordings_and_metrics_read_by_stages_are_dependencies():
     for name in ("report", "report_variants"):
-        assert "punctuation/published.yaml" in stage(name)["deps"], name
+        assert "reporting" in stage(name)["deps"], name  # the package holds reporting/published.yaml
     assert "${audio.real_audio_dir}" in stage("synthesize")["deps"]
     assert PARAMS["audio"]["real_audio_dir"] == PARAMS["data"]["iwslt_dir"]  # exists whenever the data does
     report = stage("report")
@@ -59,6 +61,60 @@ def test_a_feature_set_stage_reruns_when_the_variants_change_and_keeps_what_it_b
 def test_every_default_variant_uses_a_defined_feature_set():
     for run, variant in PARAMS["variants"].items():
         assert variant["features"] in PARAMS["embed"]["feature_sets"], run
+
+
+def module_files(dotted: str) -> list[Path]:
+    """The files that importing ``dotted`` runs: each package's ``__init__.py`` on the way and the module."""
+    parts, files = dotted.split("."), []
+    for depth in range(1, len(parts) + 1):
+        base = REPO.joinpath(*parts[:depth])
+        for candidate in (base / "__init__.py", base.with_suffix(".py")):
+            if candidate.is_file():
+                files.append(candidate)
+    return files
+
+
+def imported_files(path: Path) -> list[Path]:
+    """The project files an ``import`` anywhere in ``path`` runs (``from inference import cli`` runs
+    ``inference/__init__.py`` and ``inference/cli.py``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            dotted = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            dotted = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in dotted:
+            if name.split(".")[0] in PACKAGES:
+                found.extend(module_files(name))
+    return found
+
+
+def code_read_by(module: str) -> set[str]:
+    """Every file of ours that ``python -m MODULE`` may run, following its imports (also those inside
+    functions), as paths relative to the repository."""
+    seen: set[Path] = set()
+    todo = module_files(module)
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo.extend(imported_files(path))
+    # an empty __init__.py runs nothing that a change could alter
+    return {path.relative_to(REPO).as_posix() for path in seen if path.read_text(encoding="utf-8").strip()}
+
+
+@pytest.mark.parametrize("name", [name for name, entry in DVC.items()
+                                  if (entry.get("do", entry))["cmd"].startswith("python -m pipeline.")])
+def test_every_stage_depends_on_all_the_code_it_runs(name):
+    """A change anywhere in the code a stage runs reruns it: every file it may run is a dependency or inside one
+    (a package named whole, as a stage's own code is)."""
+    entry = stage(name)
+    deps = set(paths(entry["deps"]))
+    missing = sorted(code for code in code_read_by(entry["cmd"].split()[2])
+                     if not any(code == dep or code.startswith(dep + "/") for dep in deps))
+    assert missing == [], f"stage {name} runs {missing} but does not depend on them"
 
 
 @pytest.fixture()
@@ -82,7 +138,7 @@ def test_a_feature_set_no_variant_uses_is_not_built(prepared, tmp_path):
     out, metrics = tmp_path / "sets" / "speech", tmp_path / "metrics" / "speech.json"
     assert embed_main([*common, "--feature-set", "speech", "--out", str(out), "--metrics", str(metrics)]) == 0
     assert [p.name for p in out.iterdir()] == [NOT_BUILT]
-    assert "no entry of `variants`" in (out / NOT_BUILT).read_text()
+    assert "no run of `variants` or `tunings`" in (out / NOT_BUILT).read_text()
     assert json.loads(metrics.read_text())["built"] is False
     used, used_metrics = tmp_path / "sets" / "learned", tmp_path / "metrics" / "learned.json"
     assert embed_main([*common, "--feature-set", "learned", "--out", str(used), "--metrics", str(used_metrics)]) == 0

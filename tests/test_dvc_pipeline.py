@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.fixture_checkpoints import make_checkpoint
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_corpus
 from tests.fixture_real_speech import write_real_talks
+from tests.helpers import PACKAGES
 
 REPO = Path(__file__).resolve().parents[1]
 DVC = Path(sys.executable).with_name("dvc")
-SOURCES = ["dvc.yaml", "pyproject.toml", "corpus", "pipeline", "punctuation", "embeddings", "models", "aligner", "audio"]
+SOURCES = ["dvc.yaml", "pyproject.toml", *PACKAGES]
 
 pytestmark = [pytest.mark.skipif(not DVC.exists(), reason="dvc is not installed next to this Python"),
               pytest.mark.slow]  # a real `dvc repro` of the whole pipeline: minutes
@@ -27,29 +29,33 @@ pytestmark = [pytest.mark.skipif(not DVC.exists(), reason="dvc is not installed 
 def tiny_params(corpus: dict[str, Path]) -> dict:
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["profile"] = "tiny"
-    params["experiments"] = ["transformer", "blstm"]
+    params["experiments"] = ["minilm", "transformer", "blstm"]
     params["data"].update(iwslt_dir=str(corpus["iwslt"]), ted_talks=str(corpus["ted"]))
     params["audio"]["real_audio_dir"] = str(corpus["iwslt"])  # a dependency of synthesize (read with source: real)
+    params["audio"]["tedlium_dir"] = str(corpus["iwslt"])  # likewise (read with source: tedlium)
     params["embed"]["word_source"] = {"type": "word2vec-text", "path": str(corpus["vectors"])}
     params["evaluate"].update(window=30, stride=15)
     # speech for two training talks only: enough for Speech2Vec and the speech feature sets to run for real
     params["audio"]["split_tokens"] = {"train": 600}
     params["speech2vec"].update(dim=8, encoder_hidden=8, decoder_hidden=8, epochs=1, min_count=1, batch_size=16,
                                 threads=1, train_splits=["train"])
-    # the default's runs (the speech model and its control start from the text model), and one more feature set
+    # the default's runs (the speech models and their controls start from the text models), and one more feature set
     tuning = {"max_steps": 4, "eval_every_steps": 2}
     params["variants"] = {"transformer_word_speech": {"experiment": "transformer", "features": "word_speech"},
-                          "blstm_word_acoustic": {"experiment": "blstm", "features": "word_acoustic"},
-                          "blstm_word_pauses": {"experiment": "blstm", "features": "word_pauses",
-                                                "start_from": "text_model", "train": tuning},
-                          "blstm_word_pauses_control": {"experiment": "blstm", "features": "word_pauses_control",
-                                                        "start_from": "text_model", "train": tuning}}
+                          "blstm_word_acoustic": {"experiment": "blstm", "features": "word_acoustic"}}
+    params["tunings"] = {name: {"from": base, "features": features, "train": tuning}
+                         for base in ("minilm", "blstm") for name, features in (
+                             (f"{base}_word_pauses", "word_pauses"), (f"{base}_word_pauses_control", "word_pauses_control"))}
     real = corpus["iwslt"].parent / "ted_real"
     params["data"].update(real_speech_dir=str(real), real_speech_talks=write_real_talks(real), excluded_talks=[])
     params["profiles"]["tiny"] = {
         "data": {"train_tokens": 3000},
         "train": {**TINY_TRAIN, "epochs": 1},
         "experiments": {
+            # the encoder punctuator on a tiny local checkpoint (a user's own checkpoint directory)
+            "minilm": {"model": {"pretrained": str(make_checkpoint(corpus["iwslt"].parent / "checkpoint", "bert")),
+                                 "max_subwords": 128},
+                       "train": {"lr": 0.003, "max_steps": 6, "eval_every_steps": 3}},
             "transformer": {"published": "yi_tao_2019/word", "model": TINY_MODEL, "train": {}},
             "blstm": {"model": {"name": "blstm", "hidden": 16, "layers": 1, "dropout": 0.1}, "train": {"lr": 0.01}},
         },
@@ -90,19 +96,24 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
 
     first = ran_stages(dvc(workdir, "repro"))
     variant_stages = {f"{stage}@{run}" for stage in ("train_variant", "evaluate_variant")
-                      for run in ("transformer_word_speech", "blstm_word_acoustic", "blstm_word_pauses",
-                                  "blstm_word_pauses_control")}
-    feature_sets = {f"embed_set@{name}" for name in tiny_params(corpus)["embed"]["feature_sets"]}
-    assert first == {"prepare", "word_vectors", "embed", "train@transformer", "train@blstm", "evaluate@transformer",
-                     "evaluate@blstm", "report", "synthesize", "align", "features", "speech2vec",
-                     "report_variants", "fit_pauses", "evaluate_real"} | variant_stages | feature_sets
+                      for run in ("transformer_word_speech", "blstm_word_acoustic")}
+    variant_stages |= {f"{stage}@{run}" for stage in ("tune", "evaluate_tuning")
+                       for run in params_of(workdir)["tunings"]}
+    feature_sets = {f"embed_set@{name}" for name in params_of(workdir)["embed"]["feature_sets"]}
+    experiments = {f"{stage}@{name}" for stage in ("train", "evaluate") for name in ("minilm", "transformer", "blstm")}
+    assert first == {"prepare", "word_vectors", "embed", "report", "synthesize", "align", "features", "speech2vec",
+                     "report_variants", "fit_pauses", "evaluate_real"} | experiments | variant_stages | feature_sets
     real_report = (workdir / "reports" / "real_speech.md").read_text()
-    assert "| audio_model (words + timing cues) | text + real timings |" in real_report
-    assert "word_speech2vec" in real_report and "audio_control" in real_report and "transformer_words" in real_report
-    audio_model = json.loads((workdir / "variant_artifacts" / "blstm_word_pauses" / "blstm" / "model" /
-                              "config.json").read_text())
-    assert audio_model["initialised_from"]["path"] == "artifacts/blstm/model"
-    assert audio_model["metrics"]["steps"] == 4
+    assert "| audio_model (MiniLM encoder, words + timing cues) | text + real timings |" in real_report
+    for name in ("audio_control", "blstm_text", "blstm_audio", "blstm_control", "word_speech2vec", "transformer_words"):
+        assert f"| {name} (" in real_report, name
+    for base in ("minilm", "blstm"):
+        audio_model = json.loads((workdir / "variant_artifacts" / f"{base}_word_pauses" / base / "model" /
+                                  "config.json").read_text())
+        assert audio_model["initialised_from"]["path"] == f"artifacts/{base}/model"
+        assert audio_model["metrics"]["steps"] == 4
+    # the encoder's model directory carries its tokenizer and configuration (it punctuates without the checkpoint)
+    assert (workdir / "artifacts" / "minilm" / "model" / "encoder" / "config.json").is_file()
     # a feature set no variant uses is not built
     assert (workdir / "data" / "feature_sets" / "learned" / "NOT_BUILT.txt").is_file()
     assert json.loads((workdir / "metrics" / "feature_sets" / "learned.json").read_text())["built"] is False
@@ -113,7 +124,8 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     speech2vec = json.loads((workdir / "metrics" / "speech2vec.json").read_text())
     assert speech2vec["training_segments"] > 100 and speech2vec["vocabulary"] > 10
     scores = json.loads((workdir / "metrics" / "eval" / "transformer.json").read_text())
-    assert set(scores) == {"ref", "asr"} and 0 <= scores["ref"]["OVERALL"]["f1"] <= 1
+    assert set(scores) == {"model", "ref", "asr"} and 0 <= scores["ref"]["OVERALL"]["f1"] <= 1
+    assert scores["model"] == "artifacts/transformer/model"  # the metrics name the model directory they scored
     report = (workdir / "reports" / "results.md").read_text()
     assert "| transformer" in report and "| blstm" in report and "69.4" in report  # published word variant
     figures = workdir / "reports" / "figures"
@@ -139,10 +151,11 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     (workdir / "params.yaml").write_text(yaml.safe_dump(params))
     rerun = ran_stages(dvc(workdir, "repro"))
     assert "train@blstm" in rerun and "evaluate@blstm" in rerun
-    # every run depends on the text model (punctuate.text_model, the model a run may start from)
-    assert {"train_variant@blstm_word_pauses", "train_variant@blstm_word_acoustic"} <= rerun
+    # the runs tuned from the BLSTM rerun; the runs from scratch and those tuned from another model do not
+    assert {"tune@blstm_word_pauses", "tune@blstm_word_pauses_control"} <= rerun
     assert not rerun & ({"prepare", "embed", "train@transformer", "evaluate@transformer", "synthesize", "align",
-                         "features", "speech2vec"} | feature_sets)
+                         "features", "speech2vec", "train@minilm", "tune@minilm_word_pauses",
+                         "train_variant@blstm_word_acoustic"} | feature_sets)
 
     # swapping how one feature set combines word and speech reruns that set and its runs only
     params["embed"]["feature_sets"]["word_speech"]["combine"] = "concat"

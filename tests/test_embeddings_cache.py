@@ -377,7 +377,7 @@ def test_contractions_left_whole_get_the_mean_of_their_parts(tmp_path):
 
 
 def test_the_names_callers_import_from_embeddings_cache_are_still_there():
-    """pipeline/embed.py, scripts/time_boxed_run.py and punctuate import these from embeddings.cache."""
+    """pipeline/embed.py and punctuate import these from embeddings.cache."""
     import embeddings
     from embeddings import embedder, store
 

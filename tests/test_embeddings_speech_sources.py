@@ -159,7 +159,7 @@ def test_spec_validation_names_the_problem():
 
 
 def test_punctuate_refuses_a_model_that_needs_audio(tmp_path, monkeypatch):
-    from punctuation import inference
+    from inference import punctuator as inference
 
     model_dir = tmp_path / "model"
     (model_dir / "embedder").mkdir(parents=True)

@@ -8,14 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from embeddings.cache import build_feature_cache
-from punctuation.evaluation import evaluate_model
 from corpus.iwslt import read_iwslt
-from punctuation.prepare import prepare_data
-from punctuation.training import train_model
+from embeddings.cache import build_feature_cache
+from evaluation.benchmark import evaluate_model
 from tests.fixture_corpus import SPLIT_FILES, TINY_MODEL, TINY_TRAIN, write_corpus
+from training import train_model
+from trainset.prepare import prepare_data
 
 REPO = Path(__file__).resolve().parents[1]
 #: Every test shares the module's prepared, cached and trained tiny corpus, and most start `punctuate` or the
@@ -49,8 +48,9 @@ def test_training_writes_a_self_contained_model_directory(trained):
 
 
 def test_evaluation_scores_both_test_sets(trained, tmp_path):
-    results = evaluate_model(trained["model"], trained["features"], trained["root"] / "prepared", tmp_path,
-                             splits=["ref", "asr"], window=30, stride=15)
+    results = evaluate_model(trained["model"], trained["root"] / "prepared", tmp_path, splits=["ref", "asr"],
+                             features_dir=trained["features"])
+    assert results["model"] == str(trained["model"])  # the metrics name the model directory they scored
     for split in ("ref", "asr"):
         scores = results[split]
         assert set(scores) >= {"COMMA", "PERIOD", "QUESTION", "OVERALL", "SER", "tokens"}
@@ -66,8 +66,20 @@ def test_evaluation_scores_both_test_sets(trained, tmp_path):
 
 
 def run_punctuate(model_dir: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "punctuation.cli", "--model", str(model_dir), *args],
+    return subprocess.run([sys.executable, "-m", "inference.cli", "--model", str(model_dir), *args],
                           cwd=REPO, input=stdin, capture_output=True, text=True)
+
+
+def test_punctuate_on_a_test_set_gives_the_labels_the_evaluate_stage_scored(trained, tmp_path):
+    """One decoding path: a user running `punctuate --format iwslt` on the words of a benchmark file (one word a
+    line, as `cut -f1` gives them) gets exactly the labels the evaluate stage scored."""
+    reference = trained["root"] / "prepared" / "ref.tsv"
+    evaluate_model(trained["model"], trained["root"] / "prepared", tmp_path, splits=["ref"])
+    words = tmp_path / "ref.words.txt"
+    words.write_text("".join(f"{word}\n" for word in read_iwslt(reference).words), encoding="utf-8")
+    result = run_punctuate(trained["model"], str(words), "--format", "iwslt", "-o", str(tmp_path / "user.tsv"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "user.tsv").read_text() == (tmp_path / "ref.tsv").read_text()
 
 
 def test_punctuate_text_and_iwslt_output(trained, tmp_path):
@@ -102,7 +114,7 @@ def test_punctuate_empty_and_bad_input(trained, tmp_path):
 
 
 def test_long_input_gives_identical_labels_to_a_single_window_where_they_overlap(trained):
-    from punctuation.inference import Punctuator
+    from inference.punctuator import Punctuator
 
     punctuator = Punctuator(trained["model"])
     words = read_iwslt(trained["root"] / "prepared" / "ref.tsv").words
@@ -117,8 +129,7 @@ def test_report_stage_takes_each_experiment_from_the_first_folder_that_has_it(tr
 
     from pipeline.report import main as report_main
 
-    scores = evaluate_model(trained["model"], trained["features"], trained["root"] / "prepared", tmp_path / "p",
-                            splits=["ref", "asr"], window=30, stride=15)
+    scores = evaluate_model(trained["model"], trained["root"] / "prepared", tmp_path / "p", splits=["ref", "asr"])
     for folder, name in (("main", "base"), ("extra", "ablation")):
         for kind, payload in (("eval", scores), ("train", trained["result"].metrics)):
             path = tmp_path / f"{kind}_{folder}" / f"{name}.json"

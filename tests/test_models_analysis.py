@@ -1,4 +1,4 @@
-"""Word cancellation scores and attention matrices (their figures: tests/test_plots.py)."""
+"""Word cancellation scores and attention matrices (their figures: tests/test_figures_plots.py)."""
 
 from __future__ import annotations
 

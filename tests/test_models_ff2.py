@@ -5,6 +5,7 @@ import torch
 
 from models import MODEL_REGISTRY, build_model
 from models.blocks import masked_cross_entropy
+from models.pretrained import self_attention_modules
 
 pytest.importorskip("transformers")
 
@@ -75,21 +76,34 @@ def test_shapes_of_every_variant(changes):
 
 
 def test_interaction_mixing_in_every_pretrained_layer_iff_asked(ff2):
-    layers = ff2.pretrained_stream.encoder.layers
-    assert len(layers) == 6 and all(layer.attention.head_mixing is not None for layer in layers)
+    layers = self_attention_modules(ff2.pretrained_stream)
+    assert len(layers) == 6 and all(layer.head_mixing.shape == (12, 12) for layer in layers)
     plain = build(interaction=False, use_second_stream=False)
-    assert all(layer.attention.head_mixing is None for layer in plain.pretrained_stream.encoder.layers)
     assert not any("head_mixing" in name for name, _ in plain.named_parameters())
     # only the pretrained stream interacts
     assert all(layer.attention.head_mixing is None for layer in ff2.second_encoder.layers)
     assert all(layer.attention.head_mixing is None for layer in ff2.fusion.layers)
 
 
+def test_a_trained_ff2_directory_rebuilds_without_the_checkpoint(ff2, tmp_path):
+    """The model directory keeps the encoder's configuration and tokenizer; the rebuilt model (no checkpoint
+    weights read) with the trained weights predicts exactly as the trained one."""
+    ff2.eval()
+    ff2.save_files(tmp_path)
+    config = type(ff2).config_for_loading({**SMALL, "name": "ff2", "dropout": 0.1, "rdrop_alpha": 1.0}, tmp_path)
+    assert config["pretrained"] == str(tmp_path / "encoder") and config["pretrained_weights"] is False
+    rebuilt = build_model(config, num_labels=4, vector_dim=0, vocab_size=10).eval()
+    rebuilt.load_state_dict(ff2.state_dict())
+    batch = make_batch()
+    torch.testing.assert_close(rebuilt(batch), ff2(batch))
+    ff2.train()
+
+
 def test_causal_stream_of_ffa_does_not_see_the_future(ffa, ff2):
     rows = [["so", "i", "do", "n't", "think", "it", "'s", "well-known"]]
     changed = [rows[0][:4] + ["never", "ever", "say", "goodbye"]]
     a, b = (ffa._prepare(make_batch(r)).subwords for r in (rows, changed))
-    end = int(a.first_subword_index[0, 4])  # subwords before word 4 ("think" / "never")
+    end = int(a.label_subword_index[0, 4])  # subwords before word 4 ("think" / "never")
     assert torch.equal(a.input_ids[0, :end], b.input_ids[0, :end])
     with torch.no_grad():
         states_a, _ = ffa.second_stream_states(a.input_ids, a.attention_mask)

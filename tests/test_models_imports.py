@@ -14,8 +14,8 @@ HEAVY = ("matplotlib", "pandas", "transformers", "gensim", "scipy")
 
 
 def test_the_lower_layers_and_the_training_loop_import_no_heavy_library():
-    assert imported_after("import models, embeddings, corpus, punctuation.training", HEAVY) == []
+    assert imported_after("import models, embeddings, corpus, training", HEAVY) == []
 
 
 def test_inference_imports_no_heavy_library_before_it_reads_a_model():
-    assert imported_after("import punctuation.inference", HEAVY) == []
+    assert imported_after("import inference.punctuator", HEAVY) == []

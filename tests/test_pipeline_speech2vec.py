@@ -21,8 +21,7 @@ def write_trained_vectors(out_dir, words, vectors):
     (out_dir / "vectors.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     summary = {"format": 1, "config": {"min_count": 3, "train_splits": ["train"], "dim": vectors.shape[1]},
                "training_segments": 1234, "training_words": len(words), "vocabulary": len(words),
-               "epoch_losses": [0.9, 0.8], "occurrences": {"train": {"tokens": 100, "tokens_with_vector": 60}},
-               "train_seconds": 12.0, "seconds": 15.0}
+               "epoch_losses": [0.9, 0.8], "occurrences": {"train": {"tokens": 100, "tokens_with_vector": 60}}}
     (out_dir / "speech2vec.json").write_text(json.dumps(summary), encoding="utf-8")
 
 
@@ -40,7 +39,8 @@ def test_score_only_reports_the_existing_vectors_without_training(tmp_path, monk
     assert stage.main(["--params", str(params), "--out", str(tmp_path / "s2v"), "--metrics", str(metrics),
                        "--report", str(report), "--score-only"]) == 0
     scored = json.loads(metrics.read_text())
-    assert scored["training_segments"] == 1234 and scored["train_seconds"] == 12.0  # from the stored summary
+    assert scored["training_segments"] == 1234  # from the stored summary
+    assert not any("seconds" in key for key in scored)  # wall times never reach a file DVC hashes
     homophones = scored["homophones"]["speech2vec"]
     assert homophones["covered_pairs"] == 2 and homophones["median_rank"] <= 2  # write/right nearest neighbours
     assert set(scored["word_similarity"]["sources"]) == {"speech2vec"}

@@ -33,9 +33,10 @@ COMMAND_LINES = {
     "synthesize": "--metrics=metrics/audio.json --out=data/audio --params=params.yaml --prepared=data/prepared --quiet",
     # the default run's options are unchanged; --device/--profile/--set, the time budget and --variant (instead of
     # --experiment: one of the two is required) were added
+    # --tuning and its --source-artifacts (a trained experiment tuned on another feature set) were added later
     "train": "--artifacts=artifacts --checkpoints=checkpoints --device=None --experiment=None "
              "--features=data/features --metrics=metrics/train --params=params.yaml --pause-after-s=None "
-             "--profile=None --set+ --stop-after-s=None --variant=None",
+             "--profile=None --set+ --source-artifacts=artifacts --stop-after-s=None --tuning=None --variant=None",
 }
 
 
@@ -121,3 +122,28 @@ def test_read_json_of_a_missing_file(tmp_path):
     assert stage.read_json(tmp_path / "none.json", missing_ok=True) is None
     with pytest.raises(FileNotFoundError):
         stage.read_json(tmp_path / "none.json")
+
+
+def test_run_facts_leave_the_metrics_for_the_stage_record(tmp_path, monkeypatch):
+    """What DVC hashes is the same at every rerun: wall times, rates, peak memory and what this run made go to
+    logs/timings/STAGE.json instead (issue 22, item 3)."""
+    monkeypatch.setattr(stage.StageRecord, "facts", {})
+    monkeypatch.setattr(stage.StageRecord, "started", None)
+    monkeypatch.setenv("DVC_STAGE", "train@blstm")
+    stage.StageRecord.begin("pipeline.train")
+    report = {"steps": 10, "train_seconds": 3.5, "train_tokens_per_second": 9.0, "peak_memory_bytes": 1,
+              "peak_memory_kind": "rss", "splits": {"ref": {"hours": 0.5, "compute_seconds_per_audio_minute": 1.2,
+                                                            "talks_aligned_this_run": 3}},
+              "config": {"max_single_pass_s": 60.0, "window_s": 30.0}}
+    metrics = tmp_path / "metrics" / "m.json"
+    stage.write_metrics(metrics, report)
+    assert json.loads(metrics.read_text()) == {"steps": 10, "splits": {"ref": {"hours": 0.5}},
+                                               "config": {"max_single_pass_s": 60.0, "window_s": 30.0}}
+    record_path = stage.StageRecord.write(tmp_path / "logs")
+    assert record_path.name == "train@blstm.json"
+    record = json.loads(record_path.read_text())
+    assert record["stage"] == "train@blstm" and record["seconds"] >= 0 and record["finished"]
+    assert record[metrics.as_posix()] == {
+        "train_seconds": 3.5, "train_tokens_per_second": 9.0, "peak_memory_bytes": 1, "peak_memory_kind": "rss",
+        "splits": {"ref": {"compute_seconds_per_audio_minute": 1.2, "talks_aligned_this_run": 3}}}
+    assert stage.StageRecord.facts_of(metrics)["train_seconds"] == 3.5

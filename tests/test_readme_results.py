@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from experiments.params import load_params
 from pipeline.report import main as report_main
 from pipeline.report import summary_text
-from punctuation.params import load_params
-from punctuation.reporting import marked_region, replace_marked_region
+from reporting.results import marked_region, replace_marked_region
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,19 +68,18 @@ def test_markdown_table_after_takes_the_first_table_after_the_heading():
 def test_the_summary_table_comes_from_the_metrics_files(tmp_path):
     metrics = tmp_path / "metrics"
     write(metrics / "eval" / "transformer.json", {"ref": scores(0.5), "asr": scores(0.4)})
-    write(metrics / "train" / "transformer.json", {"train_seconds": 300.0})
+    write(metrics / "train" / "transformer.json", {"steps": 300})
     write(metrics / "eval_variants" / "transformer_word_speech" / "transformer.json",
           {"ref": scores(0.55), "asr": scores(0.45)})
-    write(metrics / "train_variants" / "transformer_word_speech" / "transformer.json", {"train_seconds": 330.0})
+    write(metrics / "train_variants" / "transformer_word_speech" / "transformer.json", {"steps": 330})
     params = {"profile": "small", "experiments": ["transformer"],
               "variants": {"transformer_word_speech": {"experiment": "transformer", "features": "word_speech",
                                                        "published": "yi_tao_2019/word_speech"}},
               "active": {"experiments": {"transformer": {"published": "yi_tao_2019/word"}}}}
     text = summary_text(params, metrics)
     rows = [line for line in text.splitlines() if line.startswith("| transformer")]
-    assert rows == ["| transformer | transformer | word (GloVe) | 50.0 | 50.0 | 40.0 | 60.0 | 69.4 | 5.0 |",
-                    "| transformer_word_speech | transformer | word + speech (sum) | 55.0 | 45.0 | 45.0 | 55.0 | 72.9 "
-                    "| 5.5 |"]
+    assert rows == ["| transformer | transformer | word (GloVe) | 50.0 | 50.0 | 40.0 | 60.0 | 69.4 |",
+                    "| transformer_word_speech | transformer | word + speech (sum) | 55.0 | 45.0 | 45.0 | 55.0 | 72.9 |"]
     (metrics / "eval" / "transformer.json").unlink()
     with pytest.raises(FileNotFoundError, match="transformer.json"):
         summary_text(params, metrics)
@@ -91,9 +90,9 @@ def test_summary_only_rewrites_the_marked_region_and_nothing_else(tmp_path):
 
     metrics = tmp_path / "metrics"
     write(metrics / "eval" / "blstm.json", {"ref": scores(0.6), "asr": scores(0.5)})
-    write(metrics / "train" / "blstm.json", {"train_seconds": 120.0})
+    write(metrics / "train" / "blstm.json", {"steps": 120})
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params.update(experiments=["blstm"], variants={})
+    params.update(experiments=["blstm"], variants={}, tunings={})
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     readme = tmp_path / "README.md"
     readme.write_text("# Title\n\nBefore.\n\n<!-- results:start -->\nold figures\n<!-- results:end -->\n\nAfter.\n")
@@ -102,7 +101,7 @@ def test_summary_only_rewrites_the_marked_region_and_nothing_else(tmp_path):
     text = readme.read_text()
     assert text.startswith("# Title\n\nBefore.\n\n<!-- results:start -->\nOverall F1") and "old figures" not in text
     assert text.endswith("<!-- results:end -->\n\nAfter.\n")
-    assert "| blstm | blstm | word (GloVe) | 60.0 | 40.0 | 50.0 | 50.0 | – | 2.0 |" in text
+    assert "| blstm | blstm | word (GloVe) | 60.0 | 40.0 | 50.0 | 50.0 | – |" in text
     assert marked_region(text) == (tmp_path / "summary.md").read_text()
     readme.write_text("no markers\n")
     with pytest.raises(ValueError, match="README.md: needs one line <!-- results:start -->"):
@@ -115,3 +114,37 @@ def test_replace_marked_region_keeps_everything_around_it():
     assert replace_marked_region(text, "new") == "a\n<!-- results:start -->\nnew\n<!-- results:end -->\nb\n"
     with pytest.raises(ValueError, match="found 1 and 0"):
         replace_marked_region("<!-- results:start -->\n", "new")
+
+
+def default_stages() -> set[str]:
+    """The stages `dvc repro` runs with the committed params (foreach stages expanded)."""
+    import yaml
+
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    lists = {"${experiments}": params["experiments"], "${variants}": list(params.get("variants") or {}),
+             "${tunings}": list(params.get("tunings") or {}), "${embed.feature_sets}": list(params["embed"]["feature_sets"])}
+    names = set()
+    for name, entry in stages.items():
+        if "foreach" in entry:
+            names |= {f"{name}@{item}" for item in lists[entry["foreach"]]}
+        else:
+            names.add(name)
+    return names
+
+
+def test_the_readme_stage_times_are_those_of_a_complete_run_of_the_default_pipeline():
+    """The stage-time table (python -m pipeline.stage_times --readme README.md) lists every stage of the default
+    pipeline, once: a run that was stopped, or one of another pipeline, cannot be shown as the default's."""
+    from reporting.stage_times import README_END, README_START
+
+    region = marked_region((REPO / "README.md").read_text(encoding="utf-8"), start=README_START, end=README_END)
+    if not region.strip():
+        pytest.skip("no stage times in the README yet")
+    shown = []
+    for line in region.splitlines():
+        if line.startswith("| ") and not line.startswith(("| stage", "|---")):
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            shown += [cells[0].split(" (")[0], cells[2].split(" (")[0]]
+    shown = [name for name in shown if name]
+    assert len(shown) == len(set(shown)) and set(shown) == default_stages()

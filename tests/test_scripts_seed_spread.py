@@ -1,4 +1,5 @@
-"""scripts/seed_spread.py: the pipeline's comparisons repeated over seeds, resumable, and reported correctly."""
+"""scripts/seed_spread.py: seeds as DVC experiments, their metrics read from `dvc exp show --json`, and the
+reports computed from them."""
 
 from __future__ import annotations
 
@@ -8,9 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
-
-from punctuation.params import load_params
 
 REPO = Path(__file__).resolve().parents[1]
 TALKS = ["TalkA", "TalkB"]
@@ -26,129 +24,110 @@ def load_script():
 seed_spread = load_script()
 
 
-PARAMS = {"variants": {"blstm_word_pauses": {"experiment": "blstm", "features": "word_pauses"},
-                      "blstm_word_pauses_control": {"experiment": "blstm", "features": "word_pauses_control"}}}
+def scores(f1, period=None):
+    cls = {"precision": f1, "recall": f1, "f1": f1}
+    return {"COMMA": cls, "PERIOD": {**cls, "f1": period if period is not None else f1}, "QUESTION": cls,
+            "OVERALL": cls, "SER": 1 - f1}
 
 
-def test_a_variant_reads_its_feature_set_from_the_params():
-    assert seed_spread.features_dir(PARAMS, "blstm_word_pauses") == "data/feature_sets/word_pauses"
-    assert seed_spread.features_dir(PARAMS, "text") == "data/features"
-    params = load_params(REPO / "params.yaml")
-    word_speech = params["variants"]["transformer_word_speech"]["features"]
-    assert seed_spread.features_dir(params, "ws") == f"data/feature_sets/{word_speech}"
-
-
-def test_a_variant_run_trains_the_variant_with_the_seed_on_its_feature_set(tmp_path):
-    features = seed_spread.features_dir(PARAMS, "blstm_word_pauses")
-    train, evaluate = seed_spread.seed_commands("blstm_word_pauses", 2, tmp_path, tmp_path / "params_2.yaml", features)
-    assert train[1:4] == ["-m", "pipeline.train", "--variant"] and train[4] == "blstm_word_pauses"
-    assert train[train.index("--set") + 1] == "seed=2"
-    assert train[train.index("--features") + 1] == "data/feature_sets/word_pauses"
-    assert train[train.index("--params") + 1] == str(tmp_path / "params_2.yaml")
-    assert train[train.index("--artifacts") + 1] == str(tmp_path / "blstm_word_pauses_2")
-    assert evaluate[1:6] == ["-m", "pipeline.evaluate", "--stage", "--experiment", "blstm"]
-    assert evaluate[evaluate.index("--metrics") + 1] == str(tmp_path / "eval" / "blstm_word_pauses_2")
-    # the evaluation finds the model where training put it
-    model, scores = seed_spread.run_paths(tmp_path, "blstm_word_pauses", 2)
-    assert model == tmp_path / "blstm_word_pauses_2" / "blstm" / "model"
-    assert scores == tmp_path / "eval" / "blstm_word_pauses_2" / "blstm.json"
-
-
-def test_an_experiment_run_trains_on_the_default_features():
-    train, _ = seed_spread.seed_commands("words", 3, Path("out"), Path("params.yaml"),
-                                         seed_spread.features_dir(PARAMS, "words"))
-    assert train[train.index("--experiment") + 1] == "transformer"
-    assert train[train.index("--features") + 1] == "data/features"
-    assert "--variant" not in train
-
-
-def test_seed_one_is_the_pipelines_own_run(tmp_path):
-    assert seed_spread.run_paths(tmp_path, "text", 1) == (Path("artifacts/blstm/model"),
-                                                          Path("metrics/eval/blstm.json"))
-    model, _ = seed_spread.run_paths(tmp_path, "ws", 1)
-    assert model == Path("variant_artifacts/transformer_word_speech/transformer/model")
-
-
-def test_the_speech_model_of_a_seed_starts_from_that_seeds_text_model(tmp_path):
-    params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump({"punctuate": {"text_model": "artifacts/blstm/model", "audio_model": "x"},
-                                      "train": {"seed": 1}}))
-    written = yaml.safe_load(seed_spread.seed_params(params, tmp_path / "out", 2).read_text())
-    assert written == {"punctuate": {"text_model": str(tmp_path / "out" / "text_2" / "blstm" / "model"),
-                                     "audio_model": "x"}, "train": {"seed": 1}}
-
-
-def test_runs_already_scored_are_not_trained_again_and_the_text_model_comes_first(tmp_path, monkeypatch):
-    params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump({"punctuate": {"text_model": "artifacts/blstm/model"}}))
-    out = tmp_path / "out"
-    scored = seed_spread.run_paths(out, "blstm_word_pauses_control", 2)[1]
-    scored.parent.mkdir(parents=True)
-    scored.write_text("{}")
-    calls = []
-    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
-    seed_spread.train_seed(2, out, params, PARAMS, ["blstm_word_pauses", "blstm_word_pauses_control", "text"])
-    trained = [c[c.index("--artifacts") + 1] for c in calls if "pipeline.train" in c]
-    assert trained == [str(out / "text_2"), str(out / "blstm_word_pauses_2")]
-    speech_train = next(c for c in calls if "--variant" in c)
-    assert speech_train[speech_train.index("--params") + 1] == str(out / "params_2.yaml")
-    assert speech_train[speech_train.index("--features") + 1] == "data/feature_sets/word_pauses"
-
-
-def row(ref, text, period=None, timings=None, timings_period=None, talks=None):
-    values = {"ref": ref, "asr": ref - 2, "text": text, "text_period": period if period is not None else text}
-    for talk, (talk_text, talk_timings) in (talks or {}).items():
-        values[f"text_{talk}"] = talk_text
-        if talk_timings is not None:
-            values[f"timings_{talk}"] = talk_timings
+def real_entry(text, timings=None, talks=(0.4, 0.6), iwslt=None):
+    entry = {"iwslt_metrics": iwslt, "text": {"all": scores(text), "talks": dict(zip(TALKS, map(scores, talks)))}}
     if timings is not None:
-        values.update(timings=timings, timings_period=timings_period)
-    return values
+        entry["timings"] = {"all": scores(timings, period=timings + 0.1),
+                            "talks": dict(zip(TALKS, (scores(timings - 0.05), scores(timings + 0.05))))}
+    return entry
+
+
+def metrics(shift=0.0):
+    """What one run's metrics hold: the real-speech metrics naming each model's IWSLT2011 metrics."""
+    return {
+        "metrics/eval/minilm.json": {"model": "artifacts/minilm/model", "ref": scores(0.6 + shift), "asr": scores(0.55)},
+        "metrics/real_speech.json": {"models": {
+            "text_model": real_entry(0.60 + shift, iwslt="metrics/eval/minilm.json"),
+            "audio_model": real_entry(0.61, timings=0.68 + shift),
+            "audio_control": real_entry(0.62, timings=0.63),
+        }},
+    }
+
+
+SHOW = [
+    {"rev": "workspace", "name": None, "data": {"metrics": {"metrics/real_speech.json": {"data": {"junk": 1}}}},
+     "experiments": None},
+    {"rev": "abc", "name": "main", "data": {"metrics": {path: {"data": data} for path, data in metrics().items()}},
+     "experiments": [{"revs": [{"rev": "def", "name": "seed-2", "data": {
+         "metrics": {path: {"data": data} for path, data in metrics(0.02).items()}}}]}]},
+]
+
+
+def test_the_experiments_metrics_are_read_from_dvc_exp_show():
+    by_name = seed_spread.metrics_by_name(SHOW)
+    assert set(by_name) == {"baseline", "seed-2"}  # the workspace row is left out
+    assert by_name["seed-2"]["metrics/eval/minilm.json"]["ref"]["OVERALL"]["f1"] == pytest.approx(0.62)
+
+
+def test_each_models_row_joins_real_speech_and_its_iwslt_figures():
+    rows = seed_spread.rows_of(metrics())
+    assert rows["text_model"]["ref"] == pytest.approx(60.0) and rows["text_model"]["asr"] == pytest.approx(55.0)
+    assert rows["audio_model"]["timings"] == pytest.approx(68.0) and "ref" not in rows["audio_model"]
+    assert rows["audio_model"]["timings_TalkB"] == pytest.approx(73.0)
+    with pytest.raises(ValueError, match="real_speech.json"):
+        seed_spread.rows_of({})
 
 
 def test_the_real_speech_report_gives_each_seeds_gains_and_their_mean():
-    rows = {}
-    for seed, shift in ((1, 0.0), (2, 1.0)):
-        rows[f"text_{seed}"] = row(50 + shift, 50 + shift, period=60, talks={"TalkA": (40, None), "TalkB": (60, None)})
-        rows[f"blstm_word_pauses_{seed}"] = row(52, 51, timings=56 + 2 * shift, timings_period=70,
-                                                talks={"TalkA": (41, 50), "TalkB": (61, 62)})
-        rows[f"blstm_word_pauses_control_{seed}"] = row(53, 52, timings=52.5, timings_period=61)
-    text = seed_spread.real_speech_seeds_markdown(rows, [1, 2], TALKS, notes=["A note."])
+    rows = seed_spread.seed_rows(seed_spread.metrics_by_name(SHOW), [1, 2])
+    text = seed_spread.real_speech_seeds_markdown(rows, TALKS, notes=["A note."])
     lines = text.splitlines()
-    assert "A note." in lines
-    assert "| 1 | 50.0 | 51.0 | 56.0 | 52.5 | +6.0 | +10.0 | +3.5 | +10.0 | +2.0 | 50.0 / 52.0 / 53.0 |" in lines
-    assert "| 2 | 51.0 | 51.0 | 58.0 | 52.5 | +7.0 | +10.0 | +5.5 | +10.0 | +2.0 | 51.0 / 52.0 / 53.0 |" in lines
-    assert "| mean | 50.5 | 51.0 | 57.0 | 52.5 | +6.5 | +10.0 | +4.5 | +10.0 | +2.0 | 50.5 / 52.0 / 53.0 |" in lines
-    assert "gains +6.0 to +7.0 F1 over its own text model (PERIOD +10.0 to +10.0) and +3.5 to +5.5" in text
+    assert "A note." in lines and "## MiniLM encoder" in lines and "## BLSTM over GloVe" not in text
+    # timings 68 (PERIOD 78) against the text model's 60 (PERIOD 60, talks 40 / 60: with timings 63 / 73)
+    assert "| 1 | 60.0 | 61.0 | 68.0 | 63.0 | +8.0 | +18.0 | +5.0 | +23.0 | +13.0 | 60.0 / nan / nan |" in lines
+    assert "| 2 | 62.0 | 61.0 | 70.0 | 63.0 | +8.0 | +18.0 | +7.0 | +25.0 | +15.0 | 62.0 / nan / nan |" in lines
+    assert "| mean | 61.0 | 61.0 | 69.0 | 63.0 | +8.0 | +18.0 | +6.0 | +24.0 | +14.0 | 61.0 / nan / nan |" in lines
+    assert "gains +8.0 to +8.0 F1 over its own text model (PERIOD +18.0 to +18.0) and +5.0 to +7.0" in text
+    with pytest.raises(SystemExit, match="seed-3"):
+        seed_spread.seed_rows(seed_spread.metrics_by_name(SHOW), [1, 3])
 
 
 def test_the_speech2vec_report_gives_the_difference_per_seed_mean_and_spread():
-    rows = {"words_1": {"ref": 40.0, "asr": 36.0, "text": 39.0}, "ws_1": {"ref": 39.0, "asr": 37.0, "text": 36.0},
-            "words_2": {"ref": 42.0, "asr": 38.0, "text": 41.0}, "ws_2": {"ref": 43.0, "asr": 37.0, "text": 40.0}}
-    lines = seed_spread.speech2vec_markdown(rows, [1, 2]).splitlines()
+    rows = {1: {"transformer_words": {"ref": 40.0, "asr": 36.0, "text": 39.0},
+                "word_speech2vec": {"ref": 39.0, "asr": 37.0, "text": 36.0}},
+            2: {"transformer_words": {"ref": 42.0, "asr": 38.0, "text": 41.0},
+                "word_speech2vec": {"ref": 43.0, "asr": 37.0, "text": 40.0}}}
+    lines = seed_spread.speech2vec_markdown(rows).splitlines()
     assert "| 1 | 40.0 | 36.0 | 39.0 | 39.0 | 37.0 | 36.0 | -1.0 | +1.0 | -3.0 |" in lines
     assert "| 2 | 42.0 | 38.0 | 41.0 | 43.0 | 37.0 | 40.0 | +1.0 | -1.0 | -1.0 |" in lines
     assert ("| mean (sd) | 41.0 (1.4) | 37.0 (1.4) | 40.0 (1.4) | 41.0 (2.8) | 37.0 (0.0) | 38.0 (2.8) "
             "| +0.0 | +0.0 | -2.0 |") in lines
 
 
-def test_seed_one_cannot_be_asked_for(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        seed_spread.main(["--out", str(tmp_path), "--seeds", "1", "--params", str(REPO / "params.yaml")])
-    assert "seed 1 is the default pipeline's own run" in capsys.readouterr().err
+def test_run_refuses_seed_one_and_a_dirty_workspace_and_skips_existing_experiments(monkeypatch):
+    with pytest.raises(SystemExit, match="seed 1"):
+        seed_spread.run_seeds([1, 2])
+    calls = []
+
+    def fake_run(command, check=True, capture_output=False, text=False):
+        calls.append(command)
+        stdout = " M params.yaml\n" if command[:2] == ["git", "status"] and dirty else ""
+        if command[1:3] == ["exp", "show"]:
+            stdout = json.dumps(SHOW)
+        return subprocess.CompletedProcess(command, 0, stdout=stdout)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    dirty = True
+    with pytest.raises(SystemExit, match="uncommitted changes"):
+        seed_spread.run_seeds([2], dvc="dvc")
+    dirty = False
+    calls.clear()
+    seed_spread.run_seeds([2, 3], dvc="dvc")
+    runs = [c for c in calls if c[1:3] == ["exp", "run"]]
+    assert runs == [["dvc", "exp", "run", "-S", "train.seed=3", "-n", "seed-3"]]  # seed-2 exists
+    assert calls[-2:] == [["git", "checkout", "HEAD", "--", "."], ["dvc", "checkout", "--force"]]
 
 
-def test_the_committed_reports_are_what_the_script_writes_from_its_summary():
-    """The two committed reports are regenerated from the figures they show (no hand edits)."""
-    for report in ("real_speech_seeds.md", "transformer_speech2vec_seeds.md"):
-        text = (REPO / "reports" / report).read_text(encoding="utf-8")
-        assert "Written by `python scripts/seed_spread.py`" in text
-    summary = json.loads((REPO / "reports" / "seed_spread_summary.json").read_text(encoding="utf-8"))
-    seeds = sorted({int(name.rsplit("_", 1)[1]) for name in summary})
-    real = (REPO / "reports" / "real_speech_seeds.md").read_text(encoding="utf-8")
-    table = seed_spread.real_speech_seeds_markdown(summary, seeds, ["AlGore_2006", "AmySmith_2006"])
-    assert [line for line in table.splitlines() if line.startswith("| ")] == \
-        [line for line in real.splitlines() if line.startswith("| ")]
-    speech2vec = (REPO / "reports" / "transformer_speech2vec_seeds.md").read_text(encoding="utf-8")
-    assert [line for line in seed_spread.speech2vec_markdown(summary, seeds).splitlines() if line.startswith("| ")] \
-        == [line for line in speech2vec.splitlines() if line.startswith("| ")]
+def test_report_writes_the_reports_from_the_experiments(tmp_path, monkeypatch):
+    monkeypatch.setattr(seed_spread, "show_experiments", lambda dvc: seed_spread.metrics_by_name(SHOW))
+    assert seed_spread.main(["report", "--seeds", "1", "2", "--reports", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "seed_spread_summary.json").read_text())
+    assert set(summary) == {"1", "2"} and summary["2"]["text_model"]["text"] == pytest.approx(62.0)
+    assert "| mean |" in (tmp_path / "real_speech_seeds.md").read_text()
+    assert not (tmp_path / "transformer_speech2vec_seeds.md").exists()  # no Transformer pair in these metrics

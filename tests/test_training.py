@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from punctuation.training import Budget, epoch_plan, train_model, transformer_schedule
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
+from training import Budget, epoch_plan, train_model, transformer_schedule
 
 TRAIN = {**TINY_TRAIN, "epochs": 2, "eval_every_steps": 8}
 
@@ -81,7 +81,7 @@ def test_epoch_plans_are_seeded_and_cover_the_data_once():
 @pytest.mark.slow  # FF2 with its pretrained MiniLM stream
 def test_a_model_that_reads_words_trains_and_punctuates_through_the_same_loop(features, tmp_path):
     """FF2 tokenises the words itself: the loop, the evaluation and `punctuate` must hand it the words."""
-    from punctuation.inference import Punctuator
+    from inference.punctuator import Punctuator
 
     ff2 = {"name": "ff2", "pretrained": None, "interaction": True, "use_pretrained_stream": True,
            "use_second_stream": True, "second_dim": 32, "second_layers": 1, "second_heads": 2, "fusion_heads": 2,

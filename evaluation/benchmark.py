@@ -1,0 +1,101 @@
+"""Scoring a trained model on the benchmark's test sets (the library behind the ``evaluate`` stage).
+
+The model decodes each split through :class:`inference.punctuator.Punctuator`, the path of ``punctuate``:
+the split's words are given as a user would give them (one word a line) and labelled by the model directory's
+own embedder, windows and text handling, so the recorded F1 is what ``punctuate --format iwslt`` gives on the
+same words. Only a model that reads per-token audio features (which text cannot give, and ``punctuate``
+refuses) reads the split's cached vectors instead (``features_dir``), through the same windows.
+
+The metrics name the model directory they scored (``"model"``, as the caller wrote it) beside one entry of
+scores per split; :func:`split_scores` gives the splits alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from tqdm import tqdm
+
+from corpus.iwslt import read_iwslt, write_iwslt
+from embeddings.store import load_split, load_split_words
+from evaluation.scoring import confusion_matrix, score_labels
+from inference.punctuator import Punctuator
+
+#: The key of an evaluation's metrics that names the model directory scored (the others are splits).
+MODEL_KEY = "model"
+
+
+def split_scores(metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The per-split scores of an evaluation's metrics, without :data:`MODEL_KEY`."""
+    return {split: scores for split, scores in metrics.items() if split != MODEL_KEY}
+
+
+def find_evaluation(model_dir: str | Path, metrics_dirs: Iterable[str | Path]) -> tuple[Path, dict[str, Any]] | None:
+    """The evaluate stage's metrics of ``model_dir`` -- the file under ``metrics_dirs`` (searched in order, each
+    recursively, files in sorted order) whose ``"model"`` names it -- and that file; ``None`` when none does."""
+    wanted = os.path.normpath(model_dir)
+    for directory in metrics_dirs:
+        for path in sorted(Path(directory).rglob("*.json")):
+            try:
+                metrics = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(metrics, dict) and os.path.normpath(str(metrics.get(MODEL_KEY, ""))) == wanted:
+                return path, metrics
+    return None
+
+
+def evaluate_model(
+    model_dir: str | Path,
+    prepared_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    splits: list[str],
+    batch_size: int = 64,
+    device: str = "cpu",
+    features_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Label every word of each split, write ``out_dir/<split>.tsv`` and a confusion-matrix plot.
+
+    ``device``: "cpu", "cuda", or "auto" (CUDA when available). ``features_dir``: the feature cache the model
+    was trained on, read only by a model that needs per-token audio features.
+
+    Returns ``{"model": model_dir, split: scores, ...}`` with scores as
+    :func:`evaluation.scoring.score_labels` gives them, plus ``tokens``.
+    """
+    from figures.plots import plot_confusion_matrix  # matplotlib: only where a figure is drawn
+
+    punctuator = Punctuator(model_dir, device=device, batch_size=batch_size, audio_features=True)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {MODEL_KEY: str(model_dir)}
+    for split in splits:
+        path = Path(prepared_dir) / f"{split}.tsv"
+        reference = read_iwslt(path)
+        progress = lambda it, split=split: tqdm(it, desc=f"evaluate {split}", unit="batch")  # noqa: E731
+        if punctuator.needs_audio:
+            predicted = _label_cached(punctuator, features_dir, split, len(reference), progress)
+        else:
+            predicted = punctuator.punctuate_words(reference.words, source=str(path), progress=progress)
+        write_iwslt(out_dir / f"{split}.tsv", reference.words, predicted)
+        scores = score_labels(reference.labels, predicted)
+        plot_confusion_matrix(confusion_matrix(reference.labels, predicted), out_dir / f"confusion_{split}.png",
+                              title=f"{split}: reference (rows) vs prediction (columns)")
+        results[split] = {**scores, "tokens": len(predicted)}
+    return results
+
+
+def _label_cached(punctuator: Punctuator, features_dir: str | Path | None, split: str, tokens: int,
+                  progress) -> list[str]:
+    if features_dir is None:
+        raise ValueError("this model reads per-token audio features: give the feature cache it was trained on "
+                         "(features_dir)")
+    features = load_split(features_dir, split)
+    if tokens != len(features.ids):
+        raise ValueError(f"{split}: {tokens} prepared tokens but {len(features.ids)} cached ones in {features_dir}; "
+                         "re-run the embed stage")
+    return punctuator.label_vectors(features.vectors, features.ids, load_split_words(features_dir, split),
+                                    progress=progress)

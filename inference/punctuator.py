@@ -1,0 +1,168 @@
+"""Punctuating text with a trained model directory: the one decoding path of ``punctuate`` and the evaluate stage.
+
+The user's words are never changed: :mod:`corpus.user_text` splits the text into user words (kept byte for
+byte, whitespace included) and gives each its benchmark tokens for the model (``won't`` -> ``wo`` ``n't``);
+the label of a word's last token is the mark written after the word. See that module for every rule.
+
+:class:`Punctuator` turns tokens into model inputs (the model directory's own token embedder, plus speech
+where the model reads it), decodes them in overlapping windows (:mod:`inference.windows`) and maps the labels
+back to the words. The evaluate stage scores a model through :meth:`Punctuator.punctuate_words` -- the same
+text handling, embedding and windows as ``punctuate`` -- so the F1 recorded for a model is the F1 a user gets.
+
+Speech: a model trained with timing cues (speech source ``pauses``, :mod:`embeddings.timing_features`) reads
+the pause after each word and how long it was held, computed from word timings
+(:mod:`inference.speech_input`); without timings every cue is flagged missing and the same model punctuates
+from the text alone, as it learned to on the stretches of training text whose cues were dropped. Models
+whose speech part needs the audio itself (per-token acoustic features, per-occurrence Speech2Vec) are refused
+unless ``audio_features=True``, which only the evaluate stage asks for: it hands such a model the cached
+per-token vectors of a benchmark split (:meth:`Punctuator.label_vectors`), through the same windows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from corpus.labels import LABELS
+from corpus.user_text import UserText, model_tokens, render, split_user_text, word_labels
+from embeddings.cache import SPEECH_JSON, TokenEmbedder
+from embeddings.speech_sources import PAUSES, SpeechVectors, combine_vectors
+from inference.device import choose_device
+from inference.model_dir import load_trained_model, to_device
+from inference.speech_input import match_timings, timing_raw
+from inference.windows import predict_stream
+
+
+class WordsChangedError(ValueError):
+    """Words given one by one (:meth:`Punctuator.punctuate_words`) that do not come back one word each."""
+
+
+class Punctuator:
+    """A trained model plus its token embedder, ready to label token sequences of any length."""
+
+    def __init__(self, model_dir: str | Path, *, device: str = "cpu", window: int | None = None,
+                 stride: int | None = None, batch_size: int = 64, audio_features: bool = False):
+        model_dir = Path(model_dir)
+        self.device = choose_device(device)  # a missing GPU is named before any file is opened
+        self.model, self.config = load_trained_model(model_dir, device=str(self.device))
+        self.embedder = TokenEmbedder.load(model_dir / "embedder")
+        self.speech: SpeechVectors | None = None
+        self.timing: SpeechVectors | None = None
+        self.needs_audio = False
+        self.combine = "sum"
+        speech_json = model_dir / "embedder" / SPEECH_JSON
+        if speech_json.is_file():
+            speech = json.loads(speech_json.read_text(encoding="utf-8"))
+            self.combine = speech["combine"]
+            if speech["source"].get("type") == PAUSES:
+                # timing cues: computed from word timings given at inference (nothing to load)
+                self.timing = SpeechVectors(speech["source"])
+            elif speech.get("needs_audio"):
+                if not audio_features:
+                    raise ValueError(
+                        f"{model_dir}: this model reads per-token audio features (speech source "
+                        f"{speech['source']['type']!r}), which text alone cannot give; punctuate text with a model "
+                        f"trained on word vectors or type-level speech vectors (e.g. "
+                        f"variant_artifacts/<run>/<experiment>/model of a speech2vec feature set)")
+                self.needs_audio = True
+            else:
+                # type-level speech vectors: looked up by word, as in training (the model directory's own copy
+                # of them where the cache saved one)
+                self.speech = SpeechVectors.load_saved(model_dir / "embedder")
+        self.window = window or int(self.config["window"])
+        self.stride = stride or int(self.config["stride"])
+        self.batch_size = batch_size
+
+    @property
+    def reads_timings(self) -> bool:
+        """Whether the model reads timing cues (it also punctuates text without them)."""
+        return self.timing is not None
+
+    # -- tokens -> labels ---------------------------------------------------------------------------------
+
+    def label_vectors(self, vectors: np.ndarray, ids: np.ndarray, words: Sequence[str],
+                      progress=None) -> list[str]:
+        """One label per token from the model's input rows (``vectors``, vocabulary ``ids``) and the tokens
+        themselves (read by models that tokenise text): the windows and batches every prediction goes through."""
+        predicted = predict_stream(
+            lambda batch: self.model.predict(to_device(batch, self.device)),
+            vectors, np.asarray(ids, dtype=np.int64), window=self.window, stride=self.stride,
+            batch_size=self.batch_size, words=words if self.model.reads_words else None, progress=progress,
+        )
+        return [LABELS[i] for i in predicted]
+
+    def predict_labels(self, words: list[str], timing: np.ndarray | None = None, progress=None) -> list[str]:
+        """One label per model token (the mark that follows it); ``timing``: raw timing cues of the tokens
+        (:func:`inference.speech_input.timing_raw`), used by a model that reads them (None: no speech)."""
+        if not words:
+            return []
+        if self.needs_audio:
+            raise ValueError("this model reads per-token audio features: label the cached vectors of a split "
+                             "(label_vectors), text alone cannot give them")
+        if timing is not None and len(timing) != len(words):
+            raise ValueError(f"timing cues for {len(timing)} tokens, {len(words)} tokens to label")
+        embedded = self.embedder.embed(words)
+        vectors = embedded.vectors
+        if self.speech is not None:
+            vectors = combine_vectors(vectors, self.speech.type_level(words)[0], self.combine)
+        if self.timing is not None:
+            vectors = combine_vectors(vectors, self.timing.from_timing(timing, len(words)), self.combine)
+        return self.label_vectors(vectors, embedded.ids, words, progress=progress)
+
+    # -- text -> labels -----------------------------------------------------------------------------------
+
+    def punctuate(self, text: str) -> tuple[list[str], list[str]]:
+        """The user words of ``text`` (as given, minus the marks the model replaces) and their labels."""
+        user_text, labels, _ = self.punctuate_text(text)
+        return [word.text for word in user_text.words], labels
+
+    def punctuate_text(self, text: str, *, capitalise: bool = True, timings=None,
+                       transcript: str = "the transcript", progress=None) -> tuple[UserText, list[str], str]:
+        """``(user_text, labels, rendered)``: the words of ``text``, one label per word, and the text with the
+        predicted marks inserted (as :func:`corpus.user_text.punctuate_user_text`).
+
+        ``timings`` (:class:`inference.speech_input.TimingRows`) are checked against the words of ``text``
+        (errors name the timings file, its line and ``transcript``'s word) and, for a model that reads
+        timing cues, give them; a model without speech inputs ignores them.
+        """
+        user_text = split_user_text(text)
+        tokens = model_tokens(user_text)
+        timing = None
+        if timings is not None:
+            starts, ends = match_timings(user_text, timings, transcript=transcript)
+            timing = timing_raw(user_text, starts, ends) if self.reads_timings else None
+        token_labels = self.predict_labels(tokens, timing, progress=progress) if tokens else []
+        labels = word_labels(user_text, token_labels)
+        return user_text, labels, render(user_text, labels, capitalise=capitalise)
+
+    def punctuate_words(self, words: Sequence[str], *, source: str = "the words", progress=None) -> list[str]:
+        """One label per word of ``words`` given one by one (a benchmark file's first column), exactly as
+        ``punctuate --format iwslt`` labels the same words written one line each.
+
+        A word that does not come back as one word (whitespace inside it, or a piece of marks only, which
+        ``punctuate`` treats as a mark to replace) is a :class:`WordsChangedError` naming it and ``source``.
+        """
+        for index, word in enumerate(words):
+            if not word or any(char.isspace() for char in word):
+                raise WordsChangedError(f"{source}, word {index + 1}: {word!r} is not one word without whitespace")
+        user_text, labels, _ = self.punctuate_text("\n".join(words), capitalise=False, progress=progress)
+        if len(user_text.words) != len(words):
+            kept = [word.text for word in user_text.words]
+            first = next((i for i, (a, b) in enumerate(zip(words, kept)) if a != b), min(len(words), len(kept)))
+            raise WordsChangedError(f"{source}, word {first + 1}: {words[first]!r} is read as punctuation, not as a "
+                                    f"word ({len(words)} words in, {len(kept)} out)")
+        return labels
+
+
+def render_text(words: list[str], labels: list[str], *, capitalise: bool = True) -> str:
+    """Readable text of user words and their labels (as :meth:`Punctuator.punctuate` gives them), one space
+    between words: each label's mark after its word, sentence starts and "I" capitalised."""
+    if len(words) != len(labels):
+        raise ValueError(f"{len(words)} words but {len(labels)} labels")
+    user_text = split_user_text(" ".join(words))
+    if len(user_text.words) != len(words) or any(w != u.text for w, u in zip(words, user_text.words)):
+        raise ValueError("render_text takes the user words of Punctuator.punctuate (no whitespace, no marks only)")
+    return render(user_text, labels, capitalise=capitalise)

@@ -1,0 +1,236 @@
+"""The paper-profile runs: every published configuration trained to its full schedule on a GPU, one record each.
+
+A record is ``metrics/paper/NAME.json``: ``ref`` and ``asr`` as the evaluate stage writes them
+(:func:`evaluation.benchmark.evaluate_model`) and ``run``, the provenance: steps completed and scheduled,
+device, wall time, step rate, git commit, hashes of the settings and of the feature cache, and the settings
+themselves. Beside it, ``NAME.history.csv`` is the run's learning curve. :func:`paper_markdown` renders the
+records beside the published figures (``reporting/published.yaml``) and beside the small-profile CPU figures
+(``metrics/eval/EXPERIMENT.json``, ``metrics/eval_variants/NAME/EXPERIMENT.json``), Ref and ASR, overall and
+per class, with SER, and says plainly which records are missing.
+
+``python -m pipeline.paper run next`` (``scripts/run_paper.sh``) makes them one experiment per call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from corpus.labels import PUNCTUATION_CLASSES
+from embeddings.sources import file_sha256
+from reporting.results import SPLIT_NAMES, published_figures
+
+RECORD_SPLITS = ("ref", "asr")
+
+
+@dataclass(frozen=True)
+class PaperRun:
+    """One paper-profile run: an experiment of ``experiment_defs`` on a feature set."""
+
+    experiment: str
+    #: ``None``: the pipeline's word vectors (``data/features``); else ``data/feature_sets/NAME``
+    #: (a set of ``embed.feature_sets``)
+    feature_set: str | None = None
+    #: the published row beside it (``None``: the experiment's own ``published``)
+    published: str | None = None
+
+    def features(self, features_dir: str | Path, feature_sets_dir: str | Path) -> Path:
+        return Path(features_dir) if self.feature_set is None else Path(feature_sets_dir) / self.feature_set
+
+
+#: NAME -> what it runs, in the order of the report
+PAPER_RUNS: dict[str, PaperRun] = {
+    "transformer_learned": PaperRun("transformer", "learned", "yi_tao_2019/learned"),
+    "transformer_word": PaperRun("transformer", None, "yi_tao_2019/word"),
+    "transformer_speech": PaperRun("transformer", "speech", "yi_tao_2019/speech"),
+    "transformer_word_speech": PaperRun("transformer", "word_speech", "yi_tao_2019/word_speech"),
+    **{name: PaperRun(name) for name in ("drnn_lwma", "wrn", "wrn_blstm", "conv", "blstm", "lstm", "ff2", "ffa")},
+}
+
+
+def record_path(records_dir: str | Path, name: str) -> Path:
+    return Path(records_dir) / f"{name}.json"
+
+
+def missing_records(records_dir: str | Path, names: list[str] | None = None) -> list[str]:
+    """The runs of ``names`` (default: every one of :data:`PAPER_RUNS`) that have no record yet, in order."""
+    return [name for name in names or PAPER_RUNS if not record_path(records_dir, name).is_file()]
+
+
+def settings_sha256(model_config: dict, train_config: dict, window: int, stride: int) -> str:
+    """The hash of what a run's result depends on besides the features (model, training, evaluation windows)."""
+    payload = json.dumps({"model": model_config, "train": train_config, "window": window, "stride": stride},
+                         sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def git_commit(repo: str | Path = ".") -> dict[str, Any]:
+    """``{"commit", "dirty"}`` of the working tree at ``repo``; ``PAPER_GIT_COMMIT`` in the environment stands in
+    where there is no ``.git`` (a copy of the tree on another machine). Unknown = ``None``."""
+    given = os.environ.get("PAPER_GIT_COMMIT")
+    if given:
+        return {"commit": given, "dirty": None}
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=10,
+                                check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
+                                capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def paper_record(name: str, *, scores: dict[str, Any], train_metrics: dict[str, Any], model_config: dict,
+                 train_config: dict, features_dir: str | Path, window: int, stride: int, profile: str,
+                 published: str | None, repo: str | Path = ".") -> dict[str, Any]:
+    """The record of run ``name``: ``scores`` (the evaluate stage's ``{split: scores}``) and its provenance.
+
+    ``train_metrics`` is what :func:`training.train_model` returned for the finished run."""
+    missing = [split for split in RECORD_SPLITS if split not in scores]
+    if missing:
+        raise ValueError(f"{name}: no scores for {', '.join(missing)} (evaluate.test_splits must include ref and asr)")
+    steps, scheduled = int(train_metrics["steps"]), int(train_metrics["steps_scheduled"])
+    seconds = float(train_metrics.get("train_seconds") or 0.0)
+    run = {
+        "name": name, "experiment": PAPER_RUNS[name].experiment if name in PAPER_RUNS else None,
+        "profile": profile, "features": str(features_dir), "published": published,
+        "steps_completed": steps, "steps_scheduled": scheduled,
+        "full_schedule": steps >= scheduled and not train_metrics.get("stopped_at_deadline", False),
+        "device": train_metrics.get("device"), "processes": train_metrics.get("processes", 1),
+        "wall_s": train_metrics.get("wall_seconds"), "train_s": train_metrics.get("train_seconds"),
+        "eval_s": train_metrics.get("eval_seconds"), "checkpoint_s": train_metrics.get("checkpoint_seconds"),
+        "steps_per_s": round(steps / seconds, 2) if seconds else None,
+        "best_dev_f1": train_metrics.get("best_dev_f1"), "best_step": train_metrics.get("best_step"),
+        "git": git_commit(repo),
+        "params_sha256": settings_sha256(model_config, train_config, window, stride),
+        "features_sha256": file_sha256(Path(features_dir) / "manifest.json"),
+        "model": model_config, "train": train_config,
+    }
+    return {"ref": scores["ref"], "asr": scores["asr"], "run": run}
+
+
+def load_records(records_dir: str | Path, names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The records present, by name (a record that is not valid JSON is an error naming it)."""
+    records = {}
+    for name in names or PAPER_RUNS:
+        path = record_path(records_dir, name)
+        if path.is_file():
+            try:
+                records[name] = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as error:
+                raise ValueError(f"{path}: not valid JSON: {error}") from error
+    return records
+
+
+def small_profile_scores(name: str, eval_dir: str | Path = "metrics/eval",
+                         variants_dir: str | Path = "metrics/eval_variants") -> dict[str, Any] | None:
+    """The small-profile CPU scores of the same experiment and input, where the pipeline has them."""
+    run = PAPER_RUNS.get(name, PaperRun(name))
+    path = (Path(eval_dir) / f"{run.experiment}.json" if run.feature_set is None
+            else Path(variants_dir) / name / f"{run.experiment}.json")
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _reference(name: str, default_published: dict[str, str | None]) -> str | None:
+    """The published row of run ``name``: its own, else its experiment's."""
+    run = PAPER_RUNS.get(name, PaperRun(name))
+    return run.published or default_published.get(run.experiment)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _prf(scores: dict[str, Any]) -> str:
+    return f"{_pct(scores['precision'])} / {_pct(scores['recall'])} / {_pct(scores['f1'])}"
+
+
+def paper_markdown(records: dict[str, dict[str, Any]], published: dict[str, Any], *,
+                   small: dict[str, dict[str, Any] | None], default_published: dict[str, str | None],
+                   names: list[str] | None = None, records_dir: str = "metrics/paper") -> str:
+    """The paper-profile records beside the published and the small-profile figures.
+
+    ``small``: NAME -> small-profile scores (or ``None``); ``default_published``: experiment -> its
+    ``published`` reference (from params), for runs that do not name their own."""
+    names = names or list(PAPER_RUNS)
+    missing = [name for name in names if name not in records]
+    lines = ["# The papers' configurations, full schedules on a GPU", ""]
+    if missing:
+        lines += [f"**Missing records ({len(missing)} of {len(names)}): {', '.join(missing)}.** No result is shown for "
+                  f"these: `{records_dir}/NAME.json` does not exist yet. `scripts/run_paper.sh` makes them on a GPU, "
+                  "one experiment per call (resumable).", ""]
+    else:
+        lines += [f"All {len(names)} records present.", ""]
+    partial = [name for name in names if name in records and not records[name]["run"].get("full_schedule")]
+    if partial:
+        lines += [f"**Not a full schedule**: {', '.join(partial)} (see *steps*).", ""]
+
+    header = ["run", "steps (of schedule)", "device", "train min", "test", "overall P / R / F1", "SER",
+              "published F1", "published SER", "small profile F1", "small profile SER"]
+    lines += ["## Overall", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name in names:
+        record = records.get(name)
+        reference = published_figures(_reference(name, default_published), published) or {}
+        small_scores = small.get(name) or {}
+        for split in RECORD_SPLITS:
+            paper = reference.get(split, {})
+            ours_small = small_scores.get(split)
+            cells = [name]
+            if record is None:
+                cells += ["**missing**", "–", "–", SPLIT_NAMES[split], "–", "–"]
+            else:
+                info, scores = record["run"], record[split]
+                steps = f"{info['steps_completed']} (of {info['steps_scheduled']})"
+                train_s = info.get("train_s")
+                cells += [steps, str(info.get("device") or "–"), "–" if train_s is None else f"{train_s / 60:.1f}",
+                          SPLIT_NAMES[split], _prf(scores["OVERALL"]), _pct(scores["SER"])]
+            cells += [str(paper.get("f1", "–")), str(paper.get("ser", "–")),
+                      _pct(ours_small["OVERALL"]["f1"]) if ours_small else "–",
+                      _pct(ours_small["SER"]) if ours_small else "–"]
+            lines.append("| " + " | ".join(cells) + " |")
+
+    header = ["run", "test"] + [f"{c} P / R / F1" for c in PUNCTUATION_CLASSES] + \
+             [f"small {c} F1" for c in PUNCTUATION_CLASSES]
+    lines += ["", "## Per class", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name in names:
+        record, small_scores = records.get(name), small.get(name) or {}
+        for split in RECORD_SPLITS:
+            cells = [name, SPLIT_NAMES[split]]
+            if record is None:
+                cells += ["**missing**"] + ["–"] * (len(PUNCTUATION_CLASSES) - 1)
+            else:
+                cells += [_prf(record[split][c]) for c in PUNCTUATION_CLASSES]
+            ours_small = small_scores.get(split)
+            cells += [_pct(ours_small[c]["f1"]) if ours_small else "–" for c in PUNCTUATION_CLASSES]
+            lines.append("| " + " | ".join(cells) + " |")
+
+    lines += ["", "## Runs", "", "| run | steps/s | wall min | dev eval share | best dev F1 (step) | git commit | "
+              "settings sha256 | features sha256 |", "|---|---|---|---|---|---|---|---|"]
+    for name in names:
+        if name not in records:
+            lines.append(f"| {name} | **missing** | – | – | – | – | – | – |")
+            continue
+        info = records[name]["run"]
+        wall, evals = info.get("wall_s"), info.get("eval_s")
+        share = "–" if not wall or evals is None else f"{100 * evals / wall:.0f} %"
+        commit = (info.get("git") or {}).get("commit")
+        dirty = " (modified)" if (info.get("git") or {}).get("dirty") else ""
+        minutes = "–" if wall is None else f"{wall / 60:.1f}"
+        lines.append(f"| {name} | {info.get('steps_per_s') or '–'} | {minutes} | "
+                     f"{share} | {_pct(info.get('best_dev_f1'))} ({info.get('best_step', '–')}) | "
+                     f"{(commit or 'unknown')[:12]}{dirty} | {info['params_sha256'][:12]} | "
+                     f"{info['features_sha256'][:12]} |")
+    references = [_reference(name, default_published) for name in names]
+    cites = sorted({published[key.split("/")[0]]["citation"] for key in references if key})
+    lines += ["", "All figures in %. P/R/F1 per class and micro-averaged overall over COMMA/PERIOD/QUESTION; SER = "
+              "(substitutions + deletions + insertions) / reference marks. *small profile*: the reduced models of the "
+              "default pipeline on 2 CPU cores (`metrics/eval`, `metrics/eval_variants`); – where not run. "
+              "Published figures give overall F1 (and SER where the paper does) only."]
+    if cites:
+        lines += ["", "Published figures: " + "; ".join(cites)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,152 @@
+"""The pretrained-encoder punctuator (``encoder_tagger``): any local checkpoint, frozen or fine-tuned layers, the
+zero-initialised per-word input, long windows split, and a trained model directory that `punctuate` loads
+without the checkpoint it was trained from, keeping every word of the user."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from models import build_model
+from tests.fixture_checkpoints import ARCHITECTURES, make_checkpoint
+from tests.fixture_corpus import TINY_TRAIN, write_feature_cache
+
+pytest.importorskip("transformers")
+
+ROWS = [["so", "i", "do", "n't", "think", "it", "'s", "well-known"], ["i", "'m", "here", "today"]]
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tagger_checkpoints")
+    return {name: make_checkpoint(root / name, name) for name in ARCHITECTURES}
+
+
+def tagger(checkpoint, vector_dim=3, **changes):
+    config = {"name": "encoder_tagger", "pretrained": str(checkpoint), "layers": None, "freeze_layers": 0,
+              "label_subword": "last", "dropout": 0.0, "max_subwords": 64, **changes}
+    return build_model(config, num_labels=4, vector_dim=vector_dim, vocab_size=10)
+
+
+def batch_of(rows=ROWS, vector_dim=3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    length = max(len(row) for row in rows)
+    mask = torch.zeros(len(rows), length, dtype=torch.bool)
+    for i, row in enumerate(rows):
+        mask[i, : len(row)] = True
+    return {"vectors": torch.randn(len(rows), length, vector_dim, generator=generator),
+            "ids": torch.zeros(len(rows), length, dtype=torch.long), "mask": mask,
+            "labels": torch.randint(0, 4, (len(rows), length), generator=generator), "words": rows}
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_any_checkpoint_tags_every_word_and_learns(checkpoints, architecture):
+    torch.manual_seed(0)
+    model = tagger(checkpoints[architecture]).train()
+    batch = batch_of()
+    assert model(batch).shape == (2, 8, 4)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(25):
+        optimizer.zero_grad()
+        loss = model.loss(batch)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.2 * losses[0], losses
+    model.eval()
+    assert torch.equal(model.predict(batch)[batch["mask"]], batch["labels"][batch["mask"]])
+
+
+def test_the_word_input_starts_at_zero_and_is_learned(checkpoints):
+    model = tagger(checkpoints["bert"]).eval()
+    batch = batch_of()
+    with torch.no_grad():
+        reference = model(batch)
+        assert torch.equal(model({**batch, "vectors": 100 * batch["vectors"]}), reference)
+    model.train()
+    model.loss(batch).backward()
+    assert model.vector_input.weight.grad.abs().sum() > 0
+    assert tagger(checkpoints["bert"], vector_dim=0).vector_input is None
+
+
+def test_frozen_layers_do_not_move(checkpoints):
+    torch.manual_seed(0)
+    model = tagger(checkpoints["bert"], freeze_layers=1).train()
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    model.loss(batch_of()).backward()
+    optimizer.step()
+    moved = {name for name, p in model.named_parameters() if not torch.equal(p, before[name])}
+    assert not any(name.startswith(("encoder.embeddings.", "encoder.encoder.layer.0.")) for name in moved)
+    assert any(name.startswith("encoder.encoder.layer.1.") for name in moved) and "classifier.linear.weight" in moved
+    frozen = tagger(checkpoints["bert"], freeze_layers=2).train()
+    assert not any(p.requires_grad for p in frozen.encoder.parameters()) and not frozen.encoder.training
+    with pytest.raises(ValueError, match="freeze_layers"):
+        tagger(checkpoints["bert"], freeze_layers=3)
+
+
+def test_long_windows_are_split_not_truncated(checkpoints):
+    model = tagger(checkpoints["bert"], max_subwords=12).eval()
+    rows = [["well-known"] * 4 + ["a", "b"], ["i", "'m", "here"]]  # row 0: more subwords than fit
+    batch = batch_of(rows)
+    with torch.no_grad():
+        logits = model(batch)
+        alone = model(batch_of([rows[0][:2]]) | {"vectors": batch["vectors"][:1, :2]})
+    assert logits.shape == (2, 6, 4)
+    torch.testing.assert_close(logits[0, :2], alone[0])
+
+
+def test_words_must_match_the_mask(checkpoints):
+    model = tagger(checkpoints["bert"])
+    batch = batch_of()
+    with pytest.raises(ValueError, match="does not match"):
+        model({**batch, "words": [ROWS[0], ROWS[1][:2]]})
+    with pytest.raises(KeyError, match="words"):
+        model({k: v for k, v in batch.items() if k != "words"})
+
+
+@pytest.mark.slow
+def test_a_trained_directory_punctuates_without_its_checkpoint(checkpoints, tmp_path):
+    """Training writes the encoder's configuration and tokenizer beside the weights: the directory punctuates
+    (every word kept, overlapping windows over any length) after the checkpoint it came from is gone."""
+    from inference.punctuator import Punctuator
+    from training import train_model
+
+    checkpoint = shutil.copytree(checkpoints["roberta"], tmp_path / "checkpoint")
+    features = write_feature_cache(tmp_path, talks=8, sentences_per_talk=10, train_tokens=800)
+    config = {"name": "encoder_tagger", "pretrained": str(checkpoint), "layers": 1, "freeze_layers": 0,
+              "label_subword": "last", "dropout": 0.1, "max_subwords": 128}
+    train_model(features, tmp_path / "model", tmp_path / "state", model_config=config,
+                train_config={**TINY_TRAIN, "lr": 0.003, "max_steps": 8, "eval_every_steps": 4,
+                              "dev_eval_tokens": 100}, window=30, stride=15)
+    assert sorted(path.name for path in (tmp_path / "model" / "encoder").iterdir()) == [
+        "config.json", "tokenizer.json", "tokenizer_config.json"]
+    shutil.rmtree(checkpoint)
+    punctuator = Punctuator(tmp_path / "model")  # the checkpoint is gone: everything comes from the directory
+    text = "Well, the river stone done right?  Don't  stop  the world however the city finished\n" * 30
+    words, labels = punctuator.punctuate(text)
+    assert words == [w.rstrip(",?") for w in text.split()] and len(labels) == len(words)
+    # a window's labels do not depend on the text around it beyond the windows that cover it
+    short_words, short_labels = punctuator.punctuate(" ".join(text.split()[:25]))
+    assert short_words == words[:25]
+    assert np.mean([a == b for a, b in zip(short_labels[:10], labels[:10])]) == 1.0
+
+
+def test_a_layer_mix_and_a_blstm_head_read_the_encoder(checkpoints):
+    torch.manual_seed(0)
+    model = tagger(checkpoints["bert"], freeze_layers=2, layer_mix=True, head="blstm", head_hidden=8).train()
+    assert model.layer_weights.shape == (3,)  # the embeddings and both layers, starting as their mean
+    batch = batch_of()
+    logits = model(batch)
+    assert logits.shape == (2, 8, 4)
+    model.loss(batch).backward()
+    assert model.layer_weights.grad.abs().sum() > 0  # the mix is learned while the encoder stays fixed
+    assert all(p.grad is None for p in model.encoder.parameters())
+    with pytest.raises(ValueError, match="head_hidden"):
+        tagger(checkpoints["bert"], head="blstm")
+    with pytest.raises(ValueError, match="head must be"):
+        tagger(checkpoints["bert"], head="crf")

@@ -1,0 +1,88 @@
+"""The paper-profile records: ``python -m pipeline.paper run NAME`` trains in slots (pausing and resuming), scores
+Ref and ASR and writes ``metrics/paper/NAME.json`` with its provenance; ``report`` renders the records beside the
+published and small-profile figures and names the missing ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from embeddings.sources import file_sha256
+from pipeline import paper
+from reporting.paper import PAPER_RUNS, missing_records
+from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
+
+
+@pytest.mark.slow  # ~15 s: a paused and resumed training, scoring, rendering
+def test_a_paper_run_is_recorded_with_its_provenance_and_rendered_beside_the_other_figures(tmp_path, capsys):
+    features = write_feature_cache(tmp_path, talks=12, sentences_per_talk=14, train_tokens=1500)
+    experiments = {"transformer": {"published": "yi_tao_2019/word", "model": TINY_MODEL, "train": {}}}
+    params = {"profile": "small", "experiments": ["transformer"],
+              "evaluate": {"test_splits": ["ref", "asr"], "window": 30, "stride": 15, "batch_size": 16,
+                           "device": "cpu"},
+              "train": {**TINY_TRAIN, "epochs": 2}, "experiment_defs": experiments,
+              "profiles": {name: {"data": {}, "train": {}, "experiments": {"transformer": {}}}
+                           for name in ("small", "paper")}}
+    params_path = tmp_path / "params.yaml"
+    params_path.write_text(yaml.safe_dump(params), encoding="utf-8")
+    records = tmp_path / "records"
+    base = ["--params", str(params_path), "--records", str(records)]
+    run = [*base, "run", "transformer_word", "--features", str(features), "--prepared", str(tmp_path / "prepared"),
+           "--runs", str(tmp_path / "runs")]
+
+    assert paper.main([*run, "--slot-s", "0"]) == 3  # the slot is over at once: checkpointed, to be resumed
+    assert not (records / "transformer_word.json").exists()
+    assert paper.main([*run, "--slot-s", "600"]) == 0
+    record = json.loads((records / "transformer_word.json").read_text())
+    info = record["run"]
+    assert set(record) == {"ref", "asr", "run"} and "OVERALL" in record["ref"] and "SER" in record["asr"]
+    assert info["steps_completed"] == info["steps_scheduled"] > 1 and info["full_schedule"]
+    assert info["device"] == "cpu" and info["steps_per_s"] > 0 and info["wall_s"] >= info["train_s"] > 0
+    assert info["features_sha256"] == file_sha256(features / "manifest.json") and len(info["params_sha256"]) == 64
+    assert info["git"]["commit"] is None or len(info["git"]["commit"]) == 40
+    assert info["published"] == "yi_tao_2019/word" and info["train"]["epochs"] == 2
+    assert (records / "transformer_word.history.csv").read_text().startswith("step,")
+    assert missing_records(records) == [name for name in PAPER_RUNS if name != "transformer_word"]
+
+    small = tmp_path / "small"
+    small.mkdir()
+    (small / "transformer.json").write_text(json.dumps({"ref": record["ref"], "asr": record["asr"]}))
+    out = tmp_path / "paper.md"
+    capsys.readouterr()
+    assert paper.main([*base, "report", "--out", str(out), "--eval-metrics", str(small),
+                       "--variant-metrics", str(tmp_path / "none")]) == 0
+    text = out.read_text()
+    assert "**Missing records (11 of 12): transformer_learned, transformer_speech," in text
+    ref_row = next(line for line in text.splitlines() if line.startswith("| transformer_word | ") and "| Ref |" in line)
+    f1, ser = (f"{100 * value:.1f}" for value in (record["ref"]["OVERALL"]["f1"], record["ref"]["SER"]))
+    assert f"| {info['steps_completed']} (of {info['steps_scheduled']}) | cpu |" in ref_row
+    assert f"/ {f1} | {ser} | 69.4 | – | {f1} | {ser} |" in ref_row  # ours, published, small profile
+    assert "| lstm | **missing** |" in text
+
+    assert paper.main([*base, "status"]) == 0
+    assert "transformer_word: recorded" in capsys.readouterr().out
+
+
+def test_the_report_of_no_records_says_that_every_one_is_missing():
+    from reporting.paper import paper_markdown
+    from reporting.results import load_published
+
+    text = paper_markdown({}, load_published(), small={}, default_published={"drnn_lwma": "kim_2019/drnn_lwma"})
+    assert f"**Missing records ({len(PAPER_RUNS)} of {len(PAPER_RUNS)}): {', '.join(PAPER_RUNS)}.**" in text
+    assert "| drnn_lwma | **missing** | – | – | Ref | – | – | 68.6 |" in text
+
+
+def test_a_missing_feature_cache_is_a_clear_error(tmp_path, capsys):
+    from pipeline import train
+
+    params = {"profile": "paper", "experiments": ["transformer"],
+              "evaluate": {"test_splits": ["ref"], "window": 30, "stride": 15, "batch_size": 16, "device": "cpu"},
+              "train": TINY_TRAIN, "experiment_defs": {"transformer": {"model": TINY_MODEL}},
+              "profiles": {"paper": {"train": {}}}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    status = train.main(["--experiment", "transformer", "--params", str(tmp_path / "params.yaml"),
+                         "--features", str(tmp_path / "nowhere"), "--checkpoints", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert status == 2 and "error:" in err and "nowhere" in err
