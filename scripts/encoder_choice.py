@@ -1,7 +1,7 @@
 """How to spend a CPU budget on the pretrained-encoder punctuator: dev F1 against training minutes, per choice.
 
-    python scripts/encoder_choice.py --out runs/encoder_choice [--minutes 10] [--choices ft_lr1e-4 frozen ...]
-                                     [--report reports/encoder_choice.md]
+    python scripts/encoder_choice.py [--out reports/encoder_choice] [--work runs/encoder_choice] [--minutes 10]
+                                     [--choices ft_lr1e-4 frozen ...] [--report reports/encoder_choice.md]
 
 Each choice is experiment ``minilm`` of params.yaml (profile ``small``) with a few settings changed: fine-tuned
 or frozen layers, fewer layers, the subword a word's label is read at, the window, the learning rate, the batch.
@@ -14,7 +14,11 @@ For every choice the script
    tokens of dev2012 eight times on the way (the same model selection as the pipeline). Steps, not seconds,
    bound this run, so its curve does not depend on what else the machine did meanwhile.
 
-A choice whose results exist is not run again (an interrupted call resumes). The report plots dev F1 against
+Each choice's result (its measured speed and dev-F1 curve) is a small JSON file in ``--out``, committed with the
+report; the trained models stay in ``--work``. A choice whose results exist is not run again (an interrupted call
+resumes, and the report can be redrawn from the committed results alone). Rows of an earlier measurement whose
+curves were not kept (``earlier_rows.json`` in ``--out``: the table's figures only) are listed below the others,
+marked as such. The report plots dev F1 against
 training minutes (steps / measured steps per second) for every choice, tabulates dev F1 at fixed minutes, and
 is what the ``small`` profile's ``minilm`` settings were chosen by. Needs ``data/features`` (``dvc repro embed``).
 """
@@ -56,6 +60,10 @@ CHOICES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
                      {"layer_mix": True, "head": "blstm", "head_hidden": 256}, {"lr": 0.0002}),
     "ft_lr4e-4_mix_blstm": ("as ft_mix_blstm, lr 4e-4", {"layer_mix": True, "head": "blstm", "head_hidden": 256},
                             {"lr": 0.0004}),
+    "ft_4_layers_lr4e-4_mix_blstm_first": (
+        "the best of each: 4 layers, lr 4e-4, layer mix and BiLSTM head, label at the first subword",
+        {"layers": 4, "layer_mix": True, "head": "blstm", "head_hidden": 256, "label_subword": "first"},
+        {"lr": 0.0004}),
 }
 EVALUATIONS = 8
 
@@ -102,7 +110,8 @@ def best_by(curve: list[list[float]], rate: float, minutes: float) -> float | No
     return max(reached) if reached else None
 
 
-def report(results: dict[str, dict], minutes: float, figure: Path, figure_link: str) -> str:
+def report(results: dict[str, dict], minutes: float, figure: Path, figure_link: str,
+           earlier: list[dict] | None = None) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -141,13 +150,23 @@ def report(results: dict[str, dict], minutes: float, figure: Path, figure_link: 
             value = best_by(result["curve"], result["steps_per_second"], mark)
             cells.append("–" if value is None else f"{100 * value:.1f}")
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    for row in earlier or []:  # an earlier measurement's table rows: figures kept, curves lost (not in the plot)
+        if row["choice"] in results:
+            continue
+        cells = [f"`{row['choice']}` (earlier run, curve not kept)", CHOICES[row["choice"]][0],
+                 f"{row['steps_per_second']:.3f}", f"{row['steps']} ({row['steps'] / row['steps_per_second'] / 60:.1f})"]
+        cells += ["–" if value is None else f"{value:.1f}" for value in row["best_dev_f1_by_minutes"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = sorted({row["note"] for row in earlier or [] if row.get("note")})
+    return "\n".join(lines + [""] + notes) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/encoder_choice.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("runs/encoder_choice"), help="runs and results")
+    parser.add_argument("--out", type=Path, default=Path("reports/encoder_choice"),
+                        help="each choice's measured speed and curve (JSON, committed)")
+    parser.add_argument("--work", type=Path, default=Path("runs/encoder_choice"), help="the trained models")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--features", type=Path, default=Path("data/features"))
     parser.add_argument("--choices", nargs="+", default=list(CHOICES), choices=list(CHOICES))
@@ -164,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         rate_path = args.out / f"{name}.rate.json"
         if not rate_path.is_file():
             model, train = choice_config(params, name)
-            rate = measure_rate(name, model, train, args.features, args.out / "rate" / name, args.rate_steps)
+            rate = measure_rate(name, model, train, args.features, args.work / "rate" / name, args.rate_steps)
             atomic_write_text(rate_path, json.dumps({"steps_per_second": rate}) + "\n")
         rates[name] = json.loads(rate_path.read_text(encoding="utf-8"))["steps_per_second"]
         print(f"{name}: {rates[name]:.3f} steps/s", flush=True)
@@ -175,11 +194,13 @@ def main(argv: list[str] | None = None) -> int:
             model, train = choice_config(params, name)
             steps = max(int(round(rates[name] * args.minutes * 60)), EVALUATIONS)
             print(f"{name}: {steps} steps for {args.minutes:g} min", flush=True)
-            result = train_curve(model, train, args.features, args.out / name, steps, window, stride)
+            result = train_curve(model, train, args.features, args.work / name, steps, window, stride)
             result.update(steps_per_second=rates[name], model=model, train=train, minutes=args.minutes)
             atomic_write_text(path, json.dumps(result, indent=1) + "\n")
         results[name] = {**json.loads(path.read_text(encoding="utf-8")), "steps_per_second": rates[name]}
-    text = report(results, args.minutes, args.figure, Path("figures") / args.figure.name)
+    earlier_path = args.out / "earlier_rows.json"
+    earlier = json.loads(earlier_path.read_text(encoding="utf-8")) if earlier_path.is_file() else None
+    text = report(results, args.minutes, args.figure, Path("figures") / args.figure.name, earlier)
     atomic_write_text(args.report, text)
     print(text)
     return 0

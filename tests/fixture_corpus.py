@@ -85,3 +85,18 @@ TINY_BLSTM = {"name": "blstm", "hidden": 16, "layers": 1, "dropout": 0.1}
 TINY_TRAIN = {"seed": 3, "device": "cpu", "threads": 1, "batch_size": 8, "seq_len": 30, "epochs": 3,
               "lr": 0.003, "warmup_steps": 10, "label_smoothing": 0.1, "clip_norm": 1.0, "eval_every_steps": 20,
               "log_every_steps": 5, "dev_eval_tokens": 300, "max_steps": None}
+
+
+def write_train_talks(prepared: Path, talks: dict[str, str]) -> None:
+    """``train.tsv`` and ``train_talks.tsv`` as the prepare stage writes them, from punctuated talk texts."""
+    from corpus.iwslt import write_iwslt
+    from corpus.text import normalize_transcript
+
+    words, labels, lines = [], [], ["talk\tfirst_token\ttokens"]
+    for talk, text in talks.items():
+        w, l = normalize_transcript(text)
+        lines.append(f"{talk}\t{len(words)}\t{len(w)}")
+        words += w
+        labels += l
+    write_iwslt(prepared / "train.tsv", words, labels)
+    (prepared / "train_talks.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -16,6 +16,7 @@ import numpy as np
 
 from corpus.iwslt import write_iwslt
 from corpus.text import normalize_transcript
+from tests.fixture_corpus import write_train_talks
 
 #: TED transcripts (name -> punctuated text) with a recording each, and one without.
 TRANSCRIPTS = {
@@ -125,14 +126,7 @@ def write_prepared(prepared: Path, iwslt: Path) -> Path:
     prepared.mkdir(parents=True, exist_ok=True)
     for split, name in (("ref", "test2011"), ("asr", "test2011asr"), ("dev", "dev2012")):
         (prepared / f"{split}.tsv").write_bytes((iwslt / name).read_bytes())
-    words, labels, lines = [], [], ["talk\tfirst_token\ttokens"]
-    for talk, text in TRANSCRIPTS.items():
-        w, l = normalize_transcript(text)
-        lines.append(f"{talk}\t{len(words)}\t{len(w)}")
-        words += w
-        labels += l
-    write_iwslt(prepared / "train.tsv", words, labels)
-    (prepared / "train_talks.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_train_talks(prepared, TRANSCRIPTS)
     return prepared
 
 

@@ -29,6 +29,7 @@ from corpus.frames import FRAMES_FILE, OFFSETS_FILE, RaggedFrames  # noqa: E402
 from corpus.iwslt import read_iwslt, write_iwslt  # noqa: E402
 from corpus.talks_table import read_talks_table  # noqa: E402
 from corpus.text import normalize_transcript  # noqa: E402
+from tests.fixture_corpus import write_train_talks  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not flite_available(), reason="flite is not installed (apt-get install flite)")
 
@@ -67,14 +68,7 @@ def write_tiny_corpus(root: Path) -> tuple[Path, Path]:
             labels += l
         write_iwslt(prepared / f"{split}.tsv", words, labels)
     write_iwslt(prepared / "dev.tsv", *normalize_transcript(DEV_TEXT))
-    words, labels, lines = [], [], ["talk\tfirst_token\ttokens"]
-    for talk, text in TRAIN_TALKS.items():
-        w, l = normalize_transcript(text)
-        lines.append(f"{talk}\t{len(words)}\t{len(w)}")
-        words += w
-        labels += l
-    write_iwslt(prepared / "train.tsv", words, labels)
-    (prepared / "train_talks.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_train_talks(prepared, TRAIN_TALKS)
     return prepared, iwslt
 
 

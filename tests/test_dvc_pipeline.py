@@ -151,17 +151,22 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     (workdir / "params.yaml").write_text(yaml.safe_dump(params))
     rerun = ran_stages(dvc(workdir, "repro"))
     assert "train@blstm" in rerun and "evaluate@blstm" in rerun
-    # the runs tuned from the BLSTM rerun; the runs from scratch and those tuned from another model do not
-    assert {"tune@blstm_word_pauses", "tune@blstm_word_pauses_control"} <= rerun
-    assert not rerun & ({"prepare", "embed", "train@transformer", "evaluate@transformer", "synthesize", "align",
-                         "features", "speech2vec", "train@minilm", "tune@minilm_word_pauses",
-                         "train_variant@blstm_word_acoustic"} | feature_sets)
+    # the runs tuned from the BLSTM and the BLSTM's own variant (its training settings) rerun; the other
+    # experiments' runs, and those tuned from another model, do not
+    assert {"tune@blstm_word_pauses", "tune@blstm_word_pauses_control", "train_variant@blstm_word_acoustic"} <= rerun
+    unrelated = rerun & ({"prepare", "embed", "train@transformer", "evaluate@transformer", "synthesize", "align",
+                          "features", "speech2vec", "train@minilm", "tune@minilm_word_pauses",
+                          "train_variant@transformer_word_speech"} | feature_sets)
+    assert not unrelated
 
     # swapping how one feature set combines word and speech reruns that set and its runs only
     params["embed"]["feature_sets"]["word_speech"]["combine"] = "concat"
     (workdir / "params.yaml").write_text(yaml.safe_dump(params))
     swapped = ran_stages(dvc(workdir, "repro"))
-    assert swapped == {"embed_set@word_speech", "train_variant@transformer_word_speech",
-                       "evaluate_variant@transformer_word_speech", "report_variants", "report", "evaluate_real"}  # the report's summary has a row per variant
+    rerun_run = {"embed_set@word_speech", "train_variant@transformer_word_speech",
+                 "evaluate_variant@transformer_word_speech"}
+    # the reports read the run's metrics (and evaluate_real its model): they rerun when those bytes changed -- on
+    # this tiny corpus both inputs may give the same scores, and metrics hold no times, so they may not
+    assert rerun_run <= swapped <= rerun_run | {"report_variants", "report", "evaluate_real"}
     manifest = json.loads((workdir / "data" / "feature_sets" / "word_speech" / "manifest.json").read_text())
     assert manifest["speech"]["combine"] == "concat" and manifest["dim"] == 16
