@@ -30,7 +30,7 @@ from corpus.iwslt import IwsltFormatError
 from inference.device import DeviceUnavailable
 from evaluation.scoring import TokenMismatchError, score_files
 from experiments.params import load_params
-from pipeline.stage import option, write_metrics
+from pipeline.stage import StageRecord, option, write_metrics
 
 EXIT_OK = 0
 EXIT_INPUT_ERROR = 2
@@ -75,6 +75,7 @@ def stage_command(args: argparse.Namespace) -> int:
     """Evaluate one experiment's trained model on the test splits named in params (``evaluate.test_splits``)."""
     from evaluation.benchmark import evaluate_model
 
+    StageRecord.begin("pipeline.evaluate")  # its wall time in logs/timings/ like every other stage's
     settings = load_params(args.params)["evaluate"]
     experiment_dir = Path(args.artifacts) / args.experiment
     try:

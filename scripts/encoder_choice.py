@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate-steps", type=int, default=10,
                         help="the speed is measured over runs of this many and three times as many steps")
     parser.add_argument("--report", type=Path, default=Path("reports/encoder_choice.md"))
-    parser.add_argument("--figure", type=Path, default=Path("reports/figures/encoder_choice.png"))
+    parser.add_argument("--figure", type=Path, default=Path("reports/encoder_choice/dev_f1_per_minute.png"))
     args = parser.parse_args(argv)
     params = load_params(args.params, profile="small")
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = {**json.loads(path.read_text(encoding="utf-8")), "steps_per_second": rates[name]}
     earlier_path = args.out / "earlier_rows.json"
     earlier = json.loads(earlier_path.read_text(encoding="utf-8")) if earlier_path.is_file() else None
-    text = report(results, args.minutes, args.figure, Path("figures") / args.figure.name, earlier)
+    text = report(results, args.minutes, args.figure, args.figure.relative_to(args.report.parent), earlier)
     atomic_write_text(args.report, text)
     print(text)
     return 0

@@ -79,3 +79,17 @@ def test_the_checker_sees_an_upward_import(tmp_path):
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_every_package_exists(package):
     assert (ROOT / package).is_dir()
+
+
+#: A package a newcomer can take in at once, a module one can read through (docs/architecture.md)
+MAX_MODULES_PER_PACKAGE = 15
+MAX_LINES_PER_LIBRARY_FILE = 500
+
+
+@pytest.mark.parametrize("package", LIBRARY)
+def test_each_package_is_small_enough_to_read(package):
+    modules = [path for path in (ROOT / package).rglob("*.py") if path.name not in ("__init__.py", "__main__.py")]
+    assert len(modules) <= MAX_MODULES_PER_PACKAGE, f"{package}: {len(modules)} modules"
+    too_long = {str(path.relative_to(ROOT)): lines for path in modules
+                if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES_PER_LIBRARY_FILE}
+    assert too_long == {}

@@ -130,7 +130,10 @@ def test_run_facts_leave_the_metrics_for_the_stage_record(tmp_path, monkeypatch)
     monkeypatch.setattr(stage.StageRecord, "facts", {})
     monkeypatch.setattr(stage.StageRecord, "started", None)
     monkeypatch.setenv("DVC_STAGE", "train@blstm")
+    at_exit = []  # not pytest's exit: the record would be written into the repository's logs/
+    monkeypatch.setattr(stage.atexit, "register", at_exit.append)
     stage.StageRecord.begin("pipeline.train")
+    assert at_exit == [stage.StageRecord.write]  # under DVC the record is written when the stage's process ends
     report = {"steps": 10, "train_seconds": 3.5, "train_tokens_per_second": 9.0, "peak_memory_bytes": 1,
               "peak_memory_kind": "rss", "splits": {"ref": {"hours": 0.5, "compute_seconds_per_audio_minute": 1.2,
                                                             "talks_aligned_this_run": 3}},
