@@ -159,7 +159,8 @@ def token_features(
         cache_dir = out_dir / split / "talks"
         cache_dir.mkdir(parents=True, exist_ok=True)
         plan: dict[str, Any] = {"words": words, "talks": [], "failures": [],
-                                "outcome": {"computed": 0, "cached": 0, "failed": 0, "no_audio": 0, "not_aligned": 0}}
+                                "outcome": {"computed_this_run": 0, "cached_this_run": 0, "failed": 0, "no_audio": 0,
+                                            "not_aligned": 0}}
         plans[split] = plan
         for row in sorted((row for row in rows if row["split"] == split), key=lambda row: row["first_token"]):
             first, count = row["first_token"], row["tokens"]
@@ -212,7 +213,7 @@ def token_features(
                 failures.append({"talk": row["talk"], "error": result.error})
                 outcome["failed"] += 1
                 continue
-            outcome[result.value["status"]] += 1
+            outcome[f"{result.value['status']}_this_run"] += 1  # computed or cached: a fact of this run
             if result.value["status"] == "computed":
                 compute += result.value["compute_seconds"]
                 seconds_this_run += row["duration_s"] or 0.0

@@ -359,7 +359,7 @@ def _audio_report(
             "hours": round(seconds / 3600, 4),
             "minutes": round(seconds / 60, 2),
             "talks_made_this_run": len(made),
-            "talks_reused": sum(row.get("action") == "reused" for row in ok),
+            "talks_reused_this_run": sum(row.get("action") == "reused" for row in ok),
             "audio_minutes_made_this_run": round(made_seconds / 60, 2),
             "compute_seconds_this_run": round(compute.get(split, 0.0), 1),
             "compute_seconds_per_audio_minute": (

@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rate = info["compute_seconds_per_audio_minute"]
         print(f"  {split}: {info['talks_with_audio']}/{info['talks']} talks with audio, {info['minutes']:.1f} min, "
               f"{info['tokens_with_audio']:,}/{info['tokens']:,} tokens; made {info['talks_made_this_run']}, "
-              f"reused {info['talks_reused']}, failed {info['talks_failed']}, excluded {info['talks_excluded']}"
+              f"reused {info['talks_reused_this_run']}, failed {info['talks_failed']}, excluded {info['talks_excluded']}"
               + (f"; {rate} s per audio minute" if rate is not None else ""))
     if "tedlium" in report:
         tedlium_report = report["tedlium"]

@@ -39,13 +39,22 @@ def context_rule_batch() -> dict[str, torch.Tensor]:
     return {"vectors": vectors, "ids": torch.zeros(8, 12, dtype=torch.long), "mask": mask, "labels": labels}
 
 
-def overfit_accuracy(model, batch: dict[str, torch.Tensor], steps: int, lr: float = 1e-2) -> float:
-    """Train ``model`` on one batch for ``steps`` Adam steps; return its accuracy on the real tokens."""
+def train_on_batch(model, batch: dict[str, torch.Tensor], steps: int, lr: float) -> list[float]:
+    """Train ``model`` on one batch for ``steps`` Adam steps; return the loss of each step."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
     for _ in range(steps):
         optimizer.zero_grad()
-        model.loss(batch).backward()
+        loss = model.loss(batch)
+        loss.backward()
         optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def overfit_accuracy(model, batch: dict[str, torch.Tensor], steps: int, lr: float = 1e-2) -> float:
+    """Train ``model`` on one batch for ``steps`` Adam steps; return its accuracy on the real tokens."""
+    train_on_batch(model, batch, steps, lr)
     model.eval()
     return (model.predict(batch) == batch["labels"])[batch["mask"]].float().mean().item()
 

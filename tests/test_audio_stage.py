@@ -188,7 +188,7 @@ def test_rerun_skips_finished_talks_and_redoes_a_changed_one(built, tmp_path):
     assert aligned["boundary_error"] == built["alignment"]["boundary_error"]  # the report is rebuilt from outputs
     features = token_features(paths["alignments"], paths["audio"], paths["prepared"], paths["acoustic"],
                               splits=SPLITS, config=FeatureConfig())
-    assert all(info["talks"]["computed"] == 0 for info in features["splits"].values())
+    assert all(info["talks"]["computed_this_run"] == 0 for info in features["splits"].values())
 
     # A word of the second dev pseudo-talk changes: only that talk is synthesised, aligned and measured again.
     data = read_iwslt(paths["prepared"] / "dev.tsv")
@@ -196,14 +196,14 @@ def test_rerun_skips_finished_talks_and_redoes_a_changed_one(built, tmp_path):
     words[-2] = "snowed" if words[-2] != "snowed" else "rained"
     write_iwslt(paths["prepared"] / "dev.tsv", words, data.labels)
     audio = make_talk_audio(paths["prepared"], paths["iwslt"], paths["audio"], **audio_settings())
-    assert audio["splits"]["dev"]["talks_made_this_run"] == 1 and audio["splits"]["dev"]["talks_reused"] == 1
+    assert audio["splits"]["dev"]["talks_made_this_run"] == 1 and audio["splits"]["dev"]["talks_reused_this_run"] == 1
     assert audio["splits"]["ref"]["talks_made_this_run"] == 0
     aligned = align_talks(paths["audio"], paths["prepared"], paths["alignments"], **ALIGN)
     assert aligned["splits"]["dev"]["talks_aligned_this_run"] == 1
     assert sum(info["talks_aligned_this_run"] for info in aligned["splits"].values()) == 1
     features = token_features(paths["alignments"], paths["audio"], paths["prepared"], paths["acoustic"],
                               splits=["dev"], config=FeatureConfig())
-    assert features["splits"]["dev"]["talks"]["computed"] == 1 and features["splits"]["dev"]["talks"]["cached"] == 1
+    assert features["splits"]["dev"]["talks"]["computed_this_run"] == 1 and features["splits"]["dev"]["talks"]["cached_this_run"] == 1
 
 
 def test_a_corrupt_or_missing_wav_is_recorded_and_the_others_finish(built, tmp_path):
@@ -250,7 +250,7 @@ def test_real_audio_is_validated_and_copied(built, tmp_path):
     assert report["splits"]["ref"]["talks_with_audio"] == 1
     again = make_talk_audio(built["prepared"], built["iwslt"], tmp_path / "audio",
                             **audio_settings(source="real", real_audio_dir=real, split_tokens={"ref": None}))
-    assert again["splits"]["ref"]["talks_reused"] == 1
+    assert again["splits"]["ref"]["talks_reused_this_run"] == 1
 
 
 def test_stage_wrappers_run_on_a_tiny_params_file(tmp_path):

@@ -118,7 +118,7 @@ def test_the_punctuated_tokens_are_aligned_on_the_recording_with_stm_anchors(bui
     hans = next(r for r in read_talks_table(root / "audio" / "talks.tsv") if r["talk"] == HANS)
     assert hans["first_token"] + hans["tokens"] == len(has_audio) == len(train.words)
     assert has_audio[: hans["first_token"]].all() and not has_audio[hans["first_token"] :].any()  # no recording
-    assert features["talks"]["computed"] == 2 and features["talks"]["no_audio"] == 1
+    assert features["talks"]["computed_this_run"] == 2 and features["talks"]["no_audio"] == 1
     assert features["timed_share_of_tokens_with_audio"] > 0.95
 
 
@@ -129,13 +129,13 @@ def test_a_rerun_reuses_everything_and_a_changed_stm_redoes_that_talk(built, tmp
     again = make_talk_audio(tmp_path / "prepared", tmp_path / "iwslt", tmp_path / "audio",
                             **audio_settings(tmp_path / "TEDLIUM_release-3"))
     assert all(info["talks_made_this_run"] == 0 for info in again["splits"].values())
-    assert again["splits"]["train"]["talks_reused"] == 2
+    assert again["splits"]["train"]["talks_reused_this_run"] == 2
     stm = tmp_path / "TEDLIUM_release-3" / "data" / "stm" / "AmySmith_2006.stm"
     lines = stm.read_text().splitlines()
     stm.write_text("\n".join(line for line in lines if "two million" not in line) + "\n")  # one segment less
     changed = make_talk_audio(tmp_path / "prepared", tmp_path / "iwslt", tmp_path / "audio",
                               **audio_settings(tmp_path / "TEDLIUM_release-3"))
-    assert changed["splits"]["train"]["talks_made_this_run"] == 1 and changed["splits"]["ref"]["talks_reused"] == 1
+    assert changed["splits"]["train"]["talks_made_this_run"] == 1 and changed["splits"]["ref"]["talks_reused_this_run"] == 1
     aligned = align_talks(tmp_path / "audio", tmp_path / "prepared", tmp_path / "alignments", backend="pocketsphinx",
                           backend_config={}, workers=1)
     assert {split: info["talks_aligned_this_run"] for split, info in aligned["splits"].items()} == {

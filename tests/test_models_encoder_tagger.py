@@ -13,6 +13,7 @@ import torch
 from models import build_model
 from tests.fixture_checkpoints import ARCHITECTURES, make_checkpoint
 from tests.fixture_corpus import TINY_TRAIN, write_feature_cache
+from tests.helpers import train_on_batch
 
 pytest.importorskip("transformers")
 
@@ -48,14 +49,7 @@ def test_any_checkpoint_tags_every_word_and_learns(checkpoints, architecture):
     model = tagger(checkpoints[architecture]).train()
     batch = batch_of()
     assert model(batch).shape == (2, 8, 4)
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    losses = []
-    for _ in range(25):
-        optimizer.zero_grad()
-        loss = model.loss(batch)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    losses = train_on_batch(model, batch, steps=25, lr=3e-3)
     assert losses[-1] < 0.2 * losses[0], losses
     model.eval()
     assert torch.equal(model.predict(batch)[batch["mask"]], batch["labels"][batch["mask"]])

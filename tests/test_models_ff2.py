@@ -6,6 +6,7 @@ import torch
 from models import MODEL_REGISTRY, build_model
 from models.blocks import masked_cross_entropy
 from models.pretrained import self_attention_modules
+from tests.helpers import train_on_batch
 
 pytest.importorskip("transformers")
 
@@ -178,14 +179,7 @@ def test_overfits_two_sentences():
     torch.manual_seed(0)
     model = build(dropout=0.1).train()
     batch = make_batch(seed=1)
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
-    losses = []
-    for _ in range(15):
-        optimizer.zero_grad()
-        loss = model.loss(batch)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    losses = train_on_batch(model, batch, steps=15, lr=3e-4)
     assert losses[-1] < 0.1 * losses[0], losses
     model.eval()
     assert torch.equal(model.predict(batch)[batch["mask"]], batch["labels"][batch["mask"]])
