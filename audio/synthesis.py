@@ -279,8 +279,9 @@ def synthesize_talks(
     """Synthesise every talk (objects with ``talk_id``, ``words``, ``labels``) into ``out_dir``; resumable.
 
     Returns a JSON-serialisable report: per talk its settings and status (``done``/``skipped``/``failed`` with
-    the error), audio seconds made, compute seconds; ``out_dir/synthesis_report.json`` holds it without the
-    compute times (the same bytes at every run)."""
+    the error), audio seconds made, compute seconds; ``out_dir/synthesis_report.json`` holds it without what
+    only this run can say (times, audio made now; ``done`` and ``skipped`` both read ``ok``), the same bytes
+    whichever run made the files."""
     if not voices:
         raise ValueError("voices is empty")
     for spec in voices:
@@ -365,8 +366,13 @@ def synthesize_talks(
         "realtime_factor": round(made_seconds / compute_seconds, 2) if compute_seconds else None,
         "per_talk": rows,
     }
-    # the file lies in a DVC output: the same bytes at every run, so this run's compute times stay in the return
-    timeless = {key: value for key, value in report.items() if key not in ("compute_seconds", "realtime_factor")}
-    timeless["per_talk"] = [{key: value for key, value in row.items() if key != "compute_seconds"} for row in rows]
+    # The file lies in a DVC output: the same bytes whichever run made it, so what only this run can say (compute
+    # times, audio made now, which talks were made and which were already there) stays in the returned report.
+    run_only = ("compute_seconds", "realtime_factor", "done", "skipped", "audio_seconds_made")
+    timeless = {key: value for key, value in report.items() if key not in run_only}
+    timeless["ok"] = report["done"] + report["skipped"]
+    timeless["per_talk"] = [
+        {key: ("ok" if key == "status" and value in ("done", "skipped") else value) for key, value in row.items()
+         if key != "compute_seconds"} for row in rows]
     atomic_write_text(out_dir / "synthesis_report.json", json.dumps(timeless, indent=1, ensure_ascii=False))
     return report

@@ -167,13 +167,16 @@ def test_synthesize_talks_resumes_redoes_and_records_failures(tmp_path):
     assert [f["talk"] for f in first["failed"]] == ["bad"] and "nothing to say" in first["failed"][0]["error"]
     stem = talk_stem("t/2")
     assert stem != "t/2" and (tmp_path / f"{stem}.wav").is_file() and (tmp_path / f"{stem}.timings.tsv").is_file()
-    assert json.loads((tmp_path / "synthesis_report.json").read_text())["done"] == 2
+    written = json.loads((tmp_path / "synthesis_report.json").read_text())
+    assert written["ok"] == 2 and {row["status"] for row in written["per_talk"]} == {"ok", "failed"}
+    assert "done" not in written and "compute_seconds" not in written  # the same bytes whichever run made it
     settings = {r["talk"]: (r["voice"], r["rate"], r["pitch"]) for r in first["per_talk"] if r["status"] == "done"}
     for voice, rate, pitch in settings.values():
         assert voice in {"slt", "kal16"} and 0.9 <= rate <= 1.1 and 0.9 <= pitch <= 1.1
 
     again = synthesize_talks(talks, tmp_path, **kwargs)
     assert again["done"] == 0 and again["skipped"] == 2 and len(again["failed"]) == 1
+    assert json.loads((tmp_path / "synthesis_report.json").read_text()) == written  # a resumed run writes the same
     skipped = {r["talk"]: (r["voice"], r["rate"], r["pitch"]) for r in again["per_talk"] if r["status"] == "skipped"}
     assert skipped == settings
 
