@@ -54,6 +54,9 @@ UNMATCHED_LISTED = 50
 NO_RECORDING = "no TED-LIUM recording matched (by speaker name and text)"
 
 
+#: What a talk's audio found from an earlier run (action ``reused``) reads as in the talks table, by its voice
+REUSED_AS = {"real": "copied", "tedlium": "converted"}
+
 def _drop_other_sources(split_dir: Path, stem: str, keep: str) -> None:
     """Remove what another audio source left for this talk (its files would pass for this source's)."""
     stale = {"synthesize": [split_dir / f"{stem}.timings.tsv", split_dir / f"{stem}.json"],
@@ -257,7 +260,11 @@ def make_talk_audio(
             rows.append({**base, "talk": talk.talk_id, "first_token": talk.first_token, "tokens": talk.tokens,
                          "status": "excluded", "error": NO_RECORDING})
 
-    write_talks_table(out_dir / TALKS_TABLE, rows)
+    # The table lies in a DVC output: it says how each talk's audio was obtained, not whether this run did it
+    # (a talk found from an earlier run reads as when it was made), so a resumed run writes the same bytes.
+    write_talks_table(out_dir / TALKS_TABLE, [
+        {**row, "action": REUSED_AS.get(row.get("voice"), "made")} if row.get("action") == "reused" else row
+        for row in rows])
     report = _audio_report(rows, talks_by_split, prepared_dir, compute, split_tokens)
     report.update(source=source, text=text, voices=list(voices), rate_range=list(rate_range),
                   pitch_range=list(pitch_range), seed=seed, max_chunk_tokens=max_chunk_tokens,

@@ -8,6 +8,7 @@ each) and aligned by pocketsphinx. Skipped without flite or pocketsphinx.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -179,8 +180,19 @@ def test_features_cover_the_whole_split_with_a_mask(built):
     assert info["coverage_audio"] == 1.0 and info["coverage_timed"] > 0.8
 
 
+def _tree_digest(folder: Path) -> dict[str, str]:
+    """Each file's SHA-256; a report's ``out_dir`` aside (this test reruns in a copy: the folder's name differs)."""
+    def content(path: Path) -> bytes:
+        if path.name.endswith("report.json"):
+            return json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "out_dir"}).encode()
+        return path.read_bytes()
+    return {str(path.relative_to(folder)): hashlib.sha256(content(path)).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
 def test_rerun_skips_finished_talks_and_redoes_a_changed_one(built, tmp_path):
     paths = _copy(built, tmp_path)
+    before = {name: _tree_digest(paths[name]) for name in ("audio", "alignments", "acoustic")}
     again = make_talk_audio(paths["prepared"], paths["iwslt"], paths["audio"], **audio_settings())
     assert all(info["talks_made_this_run"] == 0 for info in again["splits"].values())
     aligned = align_talks(paths["audio"], paths["prepared"], paths["alignments"], **ALIGN)
@@ -189,6 +201,10 @@ def test_rerun_skips_finished_talks_and_redoes_a_changed_one(built, tmp_path):
     features = token_features(paths["alignments"], paths["audio"], paths["prepared"], paths["acoustic"],
                               splits=SPLITS, config=FeatureConfig())
     assert all(info["talks"]["computed_this_run"] == 0 for info in features["splits"].values())
+    # a resumed run leaves the same bytes as the run that made everything (DVC hashes these folders)
+    after = {name: _tree_digest(paths[name]) for name in ("audio", "alignments", "acoustic")}
+    assert {f"{name}/{file}" for name in after for file in after[name]
+            if after[name][file] != before[name].get(file)} == set()
 
     # A word of the second dev pseudo-talk changes: only that talk is synthesised, aligned and measured again.
     data = read_iwslt(paths["prepared"] / "dev.tsv")
