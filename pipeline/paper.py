@@ -62,17 +62,18 @@ def run(args: argparse.Namespace) -> int:
         if status == train_stage.PAUSED_EXIT_STATUS:
             print(f"{name}: paused; run the same command again to go on", flush=True)
         return status
+    train_metrics = folder / "train" / f"{spec.experiment}.json"
+    train_facts = StageRecord.facts_of(train_metrics)  # before the evaluation, which starts a record of its own
     status = evaluate_stage.main(["--stage", *common, "--prepared", args.prepared, "--metrics", str(folder / "eval")])
     if status != 0:
         return status
 
     params = load_params(args.params, profile=PROFILE)
-    train_metrics = folder / "train" / f"{spec.experiment}.json"
     trained = read_json(folder / spec.experiment / "model" / "config.json")  # the settings it was trained with
     record = paper_record(
         name, scores=read_json(folder / "eval" / f"{spec.experiment}.json"),
         # the record is provenance, not a DVC output: it keeps the wall times the metrics file leaves out
-        train_metrics={**read_json(train_metrics), **StageRecord.facts_of(train_metrics)},
+        train_metrics={**read_json(train_metrics), **train_facts},
         model_config=trained["model"], train_config=trained["train"], features_dir=features, window=int(trained["window"]),
         stride=int(trained["stride"]), profile=PROFILE,
         published=spec.published or params["active"]["experiments"][spec.experiment].get("published"))
