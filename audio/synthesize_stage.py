@@ -57,6 +57,7 @@ NO_RECORDING = "no TED-LIUM recording matched (by speaker name and text)"
 #: What a talk's audio found from an earlier run (action ``reused``) reads as in the talks table, by its voice
 REUSED_AS = {"real": "copied", "tedlium": "converted"}
 
+
 def _drop_other_sources(split_dir: Path, stem: str, keep: str) -> None:
     """Remove what another audio source left for this talk (its files would pass for this source's)."""
     stale = {"synthesize": [split_dir / f"{stem}.timings.tsv", split_dir / f"{stem}.json"],

@@ -4,14 +4,17 @@ A model directory, as training writes it::
 
     config.json          the model's settings, the training settings, labels, vector_dim, vocab_size, window, stride
     model.pt             the weights (a torch state dict)
-    encoder/             a pretrained encoder's config.json and tokenizer files, for a model that has one
+    encoder/             a pretrained encoder's config.json and tokenizer files, for a model that has one, and
+                         for encoder_tagger the encoder's TorchScript trace (traced.pt)
     embedder/            the token lookup (embeddings/embedder.py): embedder.json, vocab.txt and the vectors of
                          its vocabulary (word_vectors_words.txt + word_vectors_vectors.npy, memory-mapped);
                          speech.json when the model also reads a speech part
 
 :func:`load_trained_model` rebuilds the model from ``config.json`` and ``model.pt`` and checks the embedder
 directory against it, importing only torch, the model registry and numpy (not the training loop, gensim or
-matplotlib), so that ``punctuate`` pays little more than ``import torch`` before it reads its input. A file that
+matplotlib), so that ``punctuate`` pays little more than ``import torch`` before it reads its input; on the CPU
+a model whose directory holds its encoder's trace is rebuilt from it, without importing ``transformers``
+(``traced=False``, as training and warm starts need, rebuilds the encoder that trains). A file that
 is missing raises ``FileNotFoundError`` naming it; one that is there but unusable (a ``model.pt`` cut short by
 an interrupted copy, a ``config.json`` that is not JSON, an embedder that does not fit the model) raises
 :class:`ModelDirectoryError`, a ``ValueError`` naming it -- never a traceback from deep inside torch.
@@ -87,10 +90,13 @@ def _check_embedder(model_dir: Path, config: dict[str, Any]) -> None:
         raise ModelDirectoryError(f"{vectors}: shape {shape}, {meta_path} records ({table['rows']}, {table['dim']})")
 
 
-def load_trained_model(model_dir: str | Path, device: str = "cpu") -> tuple[torch.nn.Module, dict[str, Any]]:
+def load_trained_model(model_dir: str | Path, device: str = "cpu", *, traced: bool = True
+                       ) -> tuple[torch.nn.Module, dict[str, Any]]:
     """Rebuild the model saved in ``model_dir``; returns ``(model, config)``, the model in eval mode on ``device``.
 
     Checks ``config.json``, ``model.pt`` and the embedder directory (see the module docstring for the errors).
+    ``traced``: on the CPU, a model that saved its encoder's TorchScript trace (``encoder_tagger``) is rebuilt
+    from it, for inference only; ``False``: from the model's own code, as it trains.
     """
     from models import build_model  # every model module registers itself on import
     from models.registry import model_class
@@ -104,7 +110,11 @@ def load_trained_model(model_dir: str | Path, device: str = "cpu") -> tuple[torc
     try:
         # a model that keeps files of its own in the directory (a pretrained encoder's configuration and
         # tokenizer) is rebuilt from them
-        model_config = model_class(config["model"]).config_for_loading(config["model"], model_dir)
+        cls = model_class(config["model"])
+        if traced and getattr(cls, "traceable", False) and torch.device(device).type == "cpu":
+            model_config = cls.config_for_loading(config["model"], model_dir, traced=True)
+        else:
+            model_config = cls.config_for_loading(config["model"], model_dir)
         model = build_model(model_config, num_labels=len(config["labels"]), vector_dim=int(config["vector_dim"]),
                             vocab_size=int(config["vocab_size"]))
     except (TypeError, ValueError, OSError) as error:

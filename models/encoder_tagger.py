@@ -22,7 +22,10 @@ linear classifier or a BiLSTM of ``head_hidden`` units per direction over the wi
 CPU budget is measured: ``reports/encoder_choice.md``.
 
 A trained model directory holds the encoder's ``config.json`` and tokenizer (``encoder/``) beside the weights,
-so it rebuilds without the original checkpoint directory and without reading its weights twice.
+so it rebuilds without the original checkpoint directory and without reading its weights twice. It also holds
+the trained encoder's TorchScript trace (``encoder/traced.pt``, :mod:`models.traced_encoder`), which
+``punctuate`` loads with the tokenizer read by ``tokenizers`` alone, without importing ``transformers``; training
+and warm starts rebuild the ``transformers`` encoder.
 """
 
 from __future__ import annotations
@@ -48,11 +51,14 @@ from models.pretrained import (
     word_pieces,
 )
 from models.registry import PunctuationModel, register_model
+from models.traced_encoder import TRACED_FILE, TracedEncoder, WordTokenizer, load_traced_encoder, save_trace
 
 #: Where a model directory keeps the encoder's configuration and tokenizer.
 ENCODER_FILES = "encoder"
 #: What reads the word states: a linear classifier, or a BiLSTM over the window's words and then one
 HEADS = ("linear", "blstm")
+#: The model directory's weights (inference.model_dir.WEIGHTS_FILE), written before save_files is called.
+WEIGHTS_FILE = "model.pt"
 
 
 class PretrainedEncoderModel(PunctuationModel):
@@ -78,12 +84,18 @@ class PretrainedEncoderModel(PunctuationModel):
 
 @register_model("encoder_tagger")
 class EncoderTagger(PretrainedEncoderModel):
-    """Pretrained encoder -> each word's label subword (+ the word's input vector, zero-initialised) -> labels."""
+    """Pretrained encoder -> each word's label subword (+ the word's input vector, zero-initialised) -> labels.
+
+    ``traced``: ``pretrained`` is a model directory's ``encoder/`` folder and the encoder is its TorchScript trace
+    (inference on the CPU only; :meth:`config_for_loading` with ``traced=True`` asks for it)."""
+
+    #: Its model directory holds the encoder's trace (:meth:`save_files`), which inference may load instead.
+    traceable = True
 
     def __init__(self, *, num_labels: int, vector_dim: int, vocab_size: int, pretrained: str | None,
                  layers: int | None, freeze_layers: int, label_subword: str, dropout: float, max_subwords: int,
                  layer_mix: bool = False, head: str = "linear", head_hidden: int = 0,
-                 pretrained_weights: bool = True):
+                 pretrained_weights: bool = True, traced: bool = False):
         super().__init__()
         del vocab_size  # the encoder has its own vocabulary
         if label_subword not in LABEL_SUBWORDS:
@@ -92,8 +104,17 @@ class EncoderTagger(PretrainedEncoderModel):
             raise ValueError(f"head must be one of {HEADS}, got {head!r}")
         if head == "blstm" and head_hidden < 1:
             raise ValueError("head: blstm needs head_hidden >= 1 (units per direction)")
-        self.encoder, self.tokenizer = load_encoder(pretrained, layers=layers, dropout=dropout,
-                                                    weights=pretrained_weights)
+        if traced:
+            if pretrained is None or layers is not None:
+                raise ValueError("traced: pretrained must be a model directory's encoder folder, layers None")
+            self.encoder = load_traced_encoder(pretrained)
+            self.tokenizer = WordTokenizer.from_dir(pretrained)
+            if self.encoder.layer_mix != layer_mix:
+                raise ValueError(f"{Path(pretrained) / TRACED_FILE}: traced with layer_mix={self.encoder.layer_mix}, "
+                                 f"but the model has layer_mix={layer_mix}")
+        else:
+            self.encoder, self.tokenizer = load_encoder(pretrained, layers=layers, dropout=dropout,
+                                                        weights=pretrained_weights)
         self.encoder_config = self.encoder.config
         self.label_subword = label_subword
         self.max_subwords = int(max_subwords)
@@ -105,7 +126,10 @@ class EncoderTagger(PretrainedEncoderModel):
             raise ValueError(f"freeze_layers must lie in [0, {layer_count}] (the encoder's layers), "
                              f"got {freeze_layers}")
         self.frozen = freeze_layers == layer_count
-        self._freeze(freeze_layers)
+        if traced:
+            self.frozen = True  # no gradients through the trace (and TracedEncoder refuses train())
+        else:
+            self._freeze(freeze_layers)
         width = int(self.encoder.config.hidden_size)
         # ELMo's scalar mix: a learned softmax-weighted sum of every layer's states (the embeddings' included),
         # starting as their mean; otherwise the last layer alone
@@ -139,6 +163,39 @@ class EncoderTagger(PretrainedEncoderModel):
             for parameter in module.parameters():
                 parameter.requires_grad_(False)
 
+    @property
+    def traced(self) -> bool:
+        return isinstance(self.encoder, TracedEncoder)
+
+    def save_files(self, model_dir: Path) -> None:
+        """The encoder's configuration and tokenizer (:class:`PretrainedEncoderModel`), and its trace holding the
+        weights of the directory's ``model.pt`` (written before; the model's own weights where there is none:
+        training ends with the last weights, the directory keeps the best)."""
+        if self.traced:
+            raise ValueError("a model loaded from its encoder's trace cannot write a model directory; load it with "
+                             "load_trained_model(..., traced=False)")
+        super().save_files(model_dir)
+        files = Path(model_dir) / ENCODER_FILES
+        with torch.random.fork_rng(devices=[]):  # its random initialisation leaves the generator as it was
+            encoder, _ = load_encoder(files, weights=False)  # on the CPU, as the transformers path rebuilds it
+        weights_path = Path(model_dir) / WEIGHTS_FILE
+        if weights_path.is_file():
+            state = torch.load(weights_path, map_location="cpu", weights_only=True)
+            state = {key.removeprefix("encoder."): value for key, value in state.items() if key.startswith("encoder.")}
+        else:
+            state = self.encoder.state_dict()
+        encoder.load_state_dict(state)
+        save_trace(encoder, self.tokenizer, self.layer_weights is not None, files / TRACED_FILE)
+
+    @classmethod
+    def config_for_loading(cls, config: dict[str, Any], model_dir: Path, *, traced: bool = False) -> dict[str, Any]:
+        """The settings that rebuild the model of ``model_dir``; ``traced``: from its encoder's trace when the
+        directory has one (older directories do not)."""
+        config = super().config_for_loading(config, model_dir)
+        if traced and (Path(model_dir) / ENCODER_FILES / TRACED_FILE).is_file():
+            return {**config, "traced": True}
+        return config
+
     def train(self, mode: bool = True):
         super().train(mode)
         if self.frozen:  # a frozen feature extractor keeps its dropout off
@@ -161,14 +218,19 @@ class EncoderTagger(PretrainedEncoderModel):
         if mask.sum(dim=1).tolist() != [len(row) for row in words]:
             raise ValueError("batch['words'] does not match batch['mask']: each row must hold exactly its real words")
         subwords, spans = self._subwords(words)
+        mix = self.layer_weights is not None
         with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen):
-            output = self.encoder(input_ids=subwords.input_ids, attention_mask=subwords.attention_mask.long(),
-                                  output_hidden_states=self.layer_weights is not None)
-        if self.layer_weights is None:
-            states = output.last_hidden_state
+            if self.traced:  # a tensor: the last layer's states, or every layer's stacked
+                last = layers = self.encoder(subwords.input_ids, subwords.attention_mask.long())
+            else:
+                output = self.encoder(input_ids=subwords.input_ids, attention_mask=subwords.attention_mask.long(),
+                                      output_hidden_states=mix)
+                last, layers = output.last_hidden_state, output.hidden_states
+        if not mix:
+            states = last
         else:
             weights = torch.softmax(self.layer_weights, dim=0)
-            states = sum(weight * layer for weight, layer in zip(weights, output.hidden_states))
+            states = sum(weight * layer for weight, layer in zip(weights, layers))
         word_states = place_words(gather_words(states, subwords.label_subword_index), spans, len(words),
                                   mask.size(1))
         if self.vector_input is not None:

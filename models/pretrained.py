@@ -17,7 +17,8 @@ call the interface, by wrapping its self-attention modules' forward; an architec
 refused (checked by running it).
 
 **Subwords**: :func:`word_pieces` tokenises each row's words (benchmark tokens such as ``do`` ``n't``) in one call
-of the fast tokenizer; :func:`pack_pieces` pads them with the checkpoint's special tokens and returns, for each
+of the fast tokenizer (``transformers``', or :class:`models.traced_encoder.WordTokenizer`: the same subwords through
+``tokenizers`` alone); :func:`pack_pieces` pads them with the checkpoint's special tokens and returns, for each
 word, the position of the subword its label is read at (its first or its last). A row longer than
 ``max_subwords`` raises :class:`SubwordOverflowError` (never truncated); :func:`split_long_rows` cuts rows into
 spans that fit.
@@ -252,6 +253,18 @@ class SubwordBatch(NamedTuple):
     word_mask: torch.Tensor            # (N, T_words) bool, True on real words
 
 
+def encode_words(tokenizer, rows: Sequence[Sequence[str]]) -> list[tuple[list[int], list[int | None]]]:
+    """Each row's subword ids (no special tokens) and the word each comes from, in one call of the fast
+    tokenizer: a ``transformers`` one, or one that has ``encode_words`` itself
+    (:class:`models.traced_encoder.WordTokenizer`, ``tokenizers`` alone)."""
+    own = getattr(tokenizer, "encode_words", None)
+    if own is not None:
+        return own(rows)
+    encoded = tokenizer([list(row) for row in rows], is_split_into_words=True, add_special_tokens=False,
+                        truncation=False, return_attention_mask=False, return_token_type_ids=False)
+    return [(encoded["input_ids"][k], encoded.word_ids(k)) for k in range(len(rows))]
+
+
 def word_pieces(tokenizer, words_per_row: Sequence[Sequence[str]]) -> list[list[list[int]]]:
     """The subword ids of every word of every row (``[row][word] -> ids``), without special tokens.
 
@@ -263,10 +276,8 @@ def word_pieces(tokenizer, words_per_row: Sequence[Sequence[str]]) -> list[list[
     pieces: list[list[list[int]]] = [[[] for _ in words] for words in rows]
     non_empty = [i for i, words in enumerate(rows) if words]
     if non_empty:
-        encoded = tokenizer([rows[i] for i in non_empty], is_split_into_words=True, add_special_tokens=False,
-                            truncation=False, return_attention_mask=False, return_token_type_ids=False)
-        for k, row in enumerate(non_empty):
-            for token, word in zip(encoded["input_ids"][k], encoded.word_ids(k)):
+        for row, (ids, word_ids) in zip(non_empty, encode_words(tokenizer, [rows[i] for i in non_empty])):
+            for token, word in zip(ids, word_ids):
                 if word is not None:
                     pieces[row][word].append(token)
     fallback = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else tokenizer.pad_token_id
@@ -369,7 +380,7 @@ def count_parameters(module: nn.Module) -> int:
 
 __all__ = [
     "INTERACTION_ATTENTION", "LABEL_SUBWORDS", "SubwordBatch", "SubwordOverflowError", "add_interaction",
-    "count_parameters", "default_checkpoint_dir", "gather_words", "load_encoder", "load_tokenizer",
+    "count_parameters", "default_checkpoint_dir", "encode_words", "gather_words", "load_encoder", "load_tokenizer",
     "max_positions", "mix_heads", "pack_pieces", "place_words", "resolve_checkpoint", "save_encoder_files",
     "self_attention_modules", "split_long_rows", "subword_batch", "word_pieces",
 ]

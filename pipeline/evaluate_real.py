@@ -35,6 +35,7 @@ IWSLT_METRICS = ("metrics/eval", "metrics/eval_variants")
 #: How the report describes the models of the default params (others go by their name).
 DESCRIPTIONS = {TEXT: "MiniLM encoder, words", AUDIO: "MiniLM encoder, words + timing cues",
                 "audio_control": "MiniLM encoder, words + label-free timing cues",
+                "minilm_fine_tuned": "MiniLM encoder, words, before the head's second phase",
                 "blstm_text": "BLSTM over GloVe, words", "blstm_audio": "BLSTM, words + timing cues",
                 "blstm_control": "BLSTM, words + label-free timing cues",
                 "transformer_words": "words (the reduced Transformer)",

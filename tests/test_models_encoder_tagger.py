@@ -118,7 +118,7 @@ def test_a_trained_directory_punctuates_without_its_checkpoint(checkpoints, tmp_
                 train_config={**TINY_TRAIN, "lr": 0.003, "max_steps": 8, "eval_every_steps": 4,
                               "dev_eval_tokens": 100}, window=30, stride=15)
     assert sorted(path.name for path in (tmp_path / "model" / "encoder").iterdir()) == [
-        "config.json", "tokenizer.json", "tokenizer_config.json"]
+        "config.json", "tokenizer.json", "tokenizer_config.json", "traced.pt"]
     shutil.rmtree(checkpoint)
     punctuator = Punctuator(tmp_path / "model")  # the checkpoint is gone: everything comes from the directory
     text = "Well, the river stone done right?  Don't  stop  the world however the city finished\n" * 30

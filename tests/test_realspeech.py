@@ -204,18 +204,24 @@ def test_default_models_come_from_params(setup, tmp_path, capsys):
 
 
 def test_the_repository_names_both_default_models():
-    """punctuate's text model is an experiment the pipeline trains; its audio model is that model tuned on the
-    timing cues, beside a control tuned the same way on label-free cues."""
+    """punctuate's text model, its audio model and the audio model's control are one trained experiment tuned
+    the same way (the same model and train settings) on the words alone, with the timing cues and with
+    label-free cues: they differ only in their inputs."""
     params = yaml.safe_load((Path(cli.__file__).resolve().parents[1] / "params.yaml").read_text())
     section = params["punctuate"]
-    experiment = Path(section["text_model"]).parts[1]
-    assert section["text_model"] == f"artifacts/{experiment}/model" and experiment in params["experiments"]
+    text_run, experiment = Path(section["text_model"]).parts[1:3]
+    assert section["text_model"] == f"variant_artifacts/{text_run}/{experiment}/model"
+    assert experiment in params["experiments"]
     run = Path(section["audio_model"]).parts[1]
     assert params["tunings"][run] == {**params["tunings"][run], "from": experiment, "features": "word_pauses"}
     assert params["embed"]["feature_sets"]["word_pauses"]["speech_source"]["type"] == "pauses"
     control = params["tunings"][f"{run}_control"]
     assert section["compare"]["audio_control"] == f"variant_artifacts/{run}_control/{experiment}/model"
     assert params["embed"]["feature_sets"][control["features"]]["speech_source"]["path"].endswith("control")
+    text = params["tunings"][text_run]
+    assert text["from"] == experiment and params["embed"]["feature_sets"][text["features"]] == {}  # words alone
+    for tuning in (text, control):
+        assert (tuning["model"], tuning["train"]) == (params["tunings"][run]["model"], params["tunings"][run]["train"])
 
 def test_punctuate_with_audio(setup, tmp_path):
     from audio.reference_speech import flite_available, synthesize

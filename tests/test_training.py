@@ -9,6 +9,8 @@ import torch
 
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
 from training import Budget, epoch_plan, train_model, transformer_schedule
+from training.batches import linear_schedule, lr_schedule
+from training.config import ConfigError, TrainConfig
 
 TRAIN = {**TINY_TRAIN, "epochs": 2, "eval_every_steps": 8}
 
@@ -68,6 +70,39 @@ def test_transformer_schedule_warms_up_then_decays():
     assert multiplier(1) == pytest.approx(0.01)
     assert multiplier(100) == pytest.approx(1.0)
     assert multiplier(400) == pytest.approx(0.5)
+
+
+def test_linear_schedule_warms_up_then_falls_to_zero_at_the_last_step():
+    multiplier = linear_schedule(10, 110)
+    assert multiplier(5) == pytest.approx(0.5)
+    assert multiplier(10) == pytest.approx(1.0)
+    assert multiplier(60) == pytest.approx(0.5)
+    assert multiplier(110) == 0.0 and multiplier(500) == 0.0
+    assert lr_schedule("rsqrt", 100, 1000)(400) == transformer_schedule(100)(400)
+    with pytest.raises(ValueError, match="unknown lr_schedule"):
+        lr_schedule("cosine", 10, 100)
+
+
+def test_lr_schedule_is_checked_and_recorded_only_when_not_the_default():
+    with pytest.raises(ConfigError, match="lr_schedule"):
+        TrainConfig.from_mapping({**TRAIN, "lr_schedule": "cosine"})
+    assert "lr_schedule" not in TrainConfig.from_mapping(TRAIN).as_params()  # older runs keep their fingerprints
+    assert TrainConfig.from_mapping({**TRAIN, "lr_schedule": "linear"}).as_params()["lr_schedule"] == "linear"
+
+
+def test_a_linear_schedule_ends_training_at_a_rate_near_zero(features, tmp_path):
+    config = {**TRAIN, "lr_schedule": "linear", "warmup_steps": 2, "max_steps": 12, "eval_every_steps": 4,
+              "log_every_steps": 4}
+    train_model(features, tmp_path / "m", tmp_path / "s", model_config=TINY_MODEL, train_config=config,
+                window=30, stride=15)
+    rows = (tmp_path / "m" / "history.csv").read_text().splitlines()[1:]
+    rates = [float(row.split(",")[-1]) for row in rows]
+    steps = [int(row.split(",")[0]) for row in rows]
+    peak = config["lr"]
+    assert steps[-1] == 12
+    for step, rate in zip(steps, rates):  # the rate after each logged step: the schedule's value for the next
+        assert rate == pytest.approx(peak * linear_schedule(2, 12)(step), rel=1e-6)
+    assert rates[-1] == 0.0
 
 
 def test_epoch_plans_are_seeded_and_cover_the_data_once():

@@ -76,8 +76,8 @@ def test_a_warm_started_model_predicts_as_its_source_whatever_the_new_columns_ho
 
 
 def test_a_warm_started_run_records_its_source_and_does_not_reuse_a_scratch_checkpoint(caches, tmp_path):
-    scratch = train_model(caches["concat"], tmp_path / "scratch", tmp_path / "state", model_config=TINY_BLSTM,
-                          train_config=TRAIN, window=30, stride=15)
+    train_model(caches["concat"], tmp_path / "scratch", tmp_path / "state", model_config=TINY_BLSTM,
+              train_config=TRAIN, window=30, stride=15)
     warm = train_model(caches["concat"], tmp_path / "warm", tmp_path / "state", model_config=TINY_BLSTM,
                        train_config=TRAIN, window=30, stride=15, init_from=caches["text_model"])
     scratch_config = json.loads((tmp_path / "scratch" / "config.json").read_text())

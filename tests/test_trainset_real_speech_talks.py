@@ -45,7 +45,7 @@ def test_named_talks_and_their_copies_are_excluded(tmp_path, fake_data):  # noqa
     excluded = {row["talk"]: row for row in report["overlap"]["excluded_talks"]}
     assert excluded["Held_Back_Talk_Again"]["splits"] == ["talk:Held_Back_Talk"]
     rows = (tmp_path / "out" / "excluded_talks.tsv").read_text(encoding="utf-8")
-    assert f"Real_Dev_Talk\treal:Real\t" in rows and REASON_NAMED in rows and REASON_OVERLAP in rows
+    assert "Real_Dev_Talk\treal:Real\t" in rows and REASON_NAMED in rows and REASON_OVERLAP in rows
     train_talks = (tmp_path / "out" / "train_talks.tsv").read_text(encoding="utf-8")
     assert not {"Real_Dev_Talk", "Held_Back_Talk", "Held_Back_Talk_Again"} & {
         line.split("\t")[0] for line in train_talks.splitlines()}

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from inference.windows import make_batch
+from training.config import LR_SCHEDULES
 
 
 def epoch_plan(num_tokens: int, seq_len: int, batch_size: int, seed: int, epoch: int) -> list[np.ndarray]:
@@ -109,3 +110,25 @@ def transformer_schedule(warmup_steps: int):
         return min(step / warmup_steps, math.sqrt(warmup_steps / step))
 
     return multiplier
+
+
+def linear_schedule(warmup_steps: int, total_steps: int):
+    """Linear warm-up to the peak rate, then a straight line down to zero at ``total_steps`` (the schedule used
+    to fine-tune pretrained encoders, Devlin et al. 2019): a short budget ends annealed, where 1/sqrt(step)
+    would still be at a third of its peak."""
+    def multiplier(step: int) -> float:
+        step = max(step, 1)
+        if step < warmup_steps:
+            return step / warmup_steps
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return multiplier
+
+
+def lr_schedule(name: str, warmup_steps: int, total_steps: int):
+    """The multiplier function of schedule ``name`` (:data:`LR_SCHEDULES`) for ``LambdaLR``."""
+    if name == "rsqrt":
+        return transformer_schedule(warmup_steps)
+    if name == "linear":
+        return linear_schedule(warmup_steps, total_steps)
+    raise ValueError(f"unknown lr_schedule {name!r} (one of {', '.join(LR_SCHEDULES)})")

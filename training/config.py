@@ -31,6 +31,8 @@ DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 PRECISIONS = ("auto", "fp32", "bf16")
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
 RESIDENT_MODES = ("auto", "on", "off")
+#: ``lr_schedule`` values (training.batches.lr_schedule): the rate after warm-up
+LR_SCHEDULES = ("rsqrt", "linear")
 
 
 class ConfigError(ValueError):
@@ -59,6 +61,10 @@ class TrainConfig:
     #    model directory); null = the evaluate section's window and stride, for models that want their own --
     decode_window: int | None = field(default=None, metadata={"recorded_when_set": True})
     decode_stride: int | None = field(default=None, metadata={"recorded_when_set": True})
+    # -- the learning rate after warm-up: rsqrt = 1/sqrt(step) (Vaswani et al., the papers' schedule), linear =
+    #    down to zero at the schedule's last step (recorded only when not rsqrt, so older runs keep their
+    #    fingerprints) --
+    lr_schedule: str = field(default="rsqrt", metadata={"recorded_when_set": True})
     # -- execution: how the computation runs, not what it computes (defaults: today's behaviour) --
     #: auto = bf16 autocast on CUDA, float32 on the CPU
     precision: str = field(default="auto", metadata={"execution": True})
@@ -106,6 +112,7 @@ class TrainConfig:
         need(self.decode_window is None or self.decode_window >= 1, "decode_window", "must be null or >= 1")
         need(self.decode_stride is None or self.decode_stride >= 1, "decode_stride", "must be null or >= 1")
         need(self.eval_batch_size is None or self.eval_batch_size >= 1, "eval_batch_size", "must be null or >= 1")
+        need(self.lr_schedule in LR_SCHEDULES, "lr_schedule", f"must be one of {', '.join(LR_SCHEDULES)}")
         need(bool(DEVICE_PATTERN.match(self.device)), "device", "must be auto, cpu, cuda or cuda:N")
         need(self.precision in PRECISIONS, "precision", f"must be one of {', '.join(PRECISIONS)}")
         need(self.compile in COMPILE_MODES, "compile", f"must be one of {', '.join(COMPILE_MODES)}")

@@ -38,7 +38,7 @@ from tqdm import tqdm
 from corpus.labels import LABELS
 from embeddings.store import load_split, load_split_words
 from models import build_model
-from training.batches import TokenStore, epoch_plan, real_tokens, schedule_steps, transformer_schedule
+from training.batches import TokenStore, epoch_plan, lr_schedule, real_tokens, schedule_steps
 from training.checkpoints import TrainingLock, atomic_torch_save, load_checkpoint, previous_path, training_fingerprint
 from training.config import UNLIMITED, Budget, TrainConfig
 from training.dev_eval import TokenSlice, evaluate_on_tokens
@@ -166,7 +166,6 @@ class _Run:
         adam_options = {"fused": True} if device.type == "cuda" else {}
         self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9,
                                           **adam_options)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, transformer_schedule(config.warmup_steps))
         self.loss_of = self._loss_function()
 
         self.num_tokens = self.train.num_tokens
@@ -174,6 +173,8 @@ class _Run:
         if config.max_steps is not None:  # a step budget, for models too slow for whole epochs on a CPU
             self.total_steps = min(self.total_steps, config.max_steps)
         self.scheduled_steps = self.total_steps
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lr_schedule(config.lr_schedule, config.warmup_steps, self.scheduled_steps))
         self.fingerprint = training_fingerprint(
             model_config, config, features_dir, None if self.warm_start is None else self.warm_start["weights_sha256"])
         state_dir.mkdir(parents=True, exist_ok=True)

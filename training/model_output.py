@@ -7,7 +7,8 @@
                          the run's fingerprint and its figures (no wall-clock time: the directory is the same
                          bytes whenever the same run is repeated, so DVC can check a rerun by its hash)
     embedder/            the token lookup of the features it was trained on (inference.model_dir)
-    encoder/             for a model over a pretrained encoder: its config.json and tokenizer files
+    encoder/             for a model over a pretrained encoder: its config.json and tokenizer files, and for
+                         encoder_tagger the TorchScript trace of the encoder with model.pt's weights (traced.pt)
     history.csv          the learning curve; learning_curves.png draws it
 
 The best weights are read back before they are copied: a best model cut short (full disk, killed copy) falls

@@ -77,7 +77,7 @@ def warm_start(model: nn.Module, model_config: dict[str, Any], source_dir: str |
     grew (with their old and new shapes).
     """
     source_dir, features_dir = Path(source_dir), Path(features_dir)
-    source_model, source_config = load_trained_model(source_dir)
+    source_model, source_config = load_trained_model(source_dir, traced=False)  # the encoder that trains
     free = set(getattr(model, "training_only_settings", ()))
     if {k: v for k, v in source_config["model"].items() if k not in free} != \
             {k: v for k, v in model_config.items() if k not in free}:
