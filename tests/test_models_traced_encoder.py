@@ -32,6 +32,7 @@ from models.traced_encoder import (
 )
 from tests.fixture_checkpoints import ARCHITECTURES, make_checkpoint
 from tests.fixture_corpus import TINY_TRAIN, write_feature_cache
+from tests.test_models_encoder_tagger import batch_of
 
 pytest.importorskip("transformers")
 
@@ -127,16 +128,6 @@ def trained(checkpoints, features, tmp_path_factory):
     return root / "model"
 
 
-def words_batch(rows, vector_dim, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    length = max(len(row) for row in rows)
-    mask = torch.zeros(len(rows), length, dtype=torch.bool)
-    for i, row in enumerate(rows):
-        mask[i, : len(row)] = True
-    return {"vectors": torch.randn(len(rows), length, vector_dim, generator=generator),
-            "ids": torch.zeros(len(rows), length, dtype=torch.long), "mask": mask, "words": rows}
-
-
 def assert_same_predictions(model_dir):
     from inference.model_dir import load_trained_model
 
@@ -145,7 +136,7 @@ def assert_same_predictions(model_dir):
     assert isinstance(traced.encoder, TracedEncoder) and not isinstance(eager.encoder, TracedEncoder)
     assert traced.state_dict().keys() == eager.state_dict().keys()
     for rows in (*BATCHES, TRICKY[:1] + TRICKY[3:]):
-        batch = words_batch(rows, int(config["vector_dim"]))
+        batch = batch_of(rows, int(config["vector_dim"]))
         with torch.no_grad():
             torch.testing.assert_close(traced(batch), eager(batch), atol=1e-5, rtol=0)
         assert torch.equal(traced.predict(batch), eager.predict(batch))
