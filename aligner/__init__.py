@@ -13,8 +13,8 @@ reference word times: :mod:`aligner.evaluation`. Filling in and inheriting times
 Synthetic test speech with reference timings lives a layer up, in :mod:`audio.reference_speech`. Command line:
 ``python -m aligner AUDIO TRANSCRIPT -o WORDS.tsv`` (:mod:`aligner.cli`), and a whole folder of talks, resumable
 and in parallel (local processes or a Dask cluster): ``python -m aligner batch AUDIO_DIR TRANSCRIPT_DIR -o OUT_DIR``
-(:mod:`aligner.batch`, over :mod:`aligner.parallel`, the executor the align and features stages share too). A
-talk with known anchors (chunks of tokens with their spans of audio, :mod:`corpus.anchors`) is aligned chunk by
+(:mod:`aligner.batch`, over :mod:`executor`, the executor the align and features stages and ``punctuate`` share).
+A talk with known anchors (chunks of tokens with their spans of audio, :mod:`corpus.anchors`) is aligned chunk by
 chunk by :func:`aligner.anchors.align_anchored`. Accuracy and speed: ``benchmarks/alignment.py``; throughput and
 scaling: ``benchmarks/alignment_throughput.py``.
 """

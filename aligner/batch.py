@@ -17,7 +17,7 @@ SHA-256 of the TSV as it is on disk. A complete talk is skipped; anything else i
 transcript or recording, other settings, a TSV that was edited or cut short). Both files are written atomically
 (:mod:`corpus.io`), the TSV first, so a run stopped at any point resumes where it stopped. Nothing in either file
 depends on time, worker or engine: the same inputs give the same bytes with 1 or 16 workers, local processes or
-a Dask cluster (:mod:`aligner.parallel`).
+a Dask cluster (:mod:`executor.tasks`).
 
 Errors: a talk that fails (unreadable or silent audio, a transcript that is missing, not UTF-8 or empty, two
 recordings with one name, a backend error) is recorded with its error, naming the talk, and the others are
@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aligner.parallel import describe_engine, run_tasks
+from executor.tasks import describe_engine, run_tasks
 from aligner.registry import DEFAULT_BACKEND, align, backend_names
 from aligner.transcript import InputError, read_transcript
 from aligner.types import MOSTLY_UNPLACED, AlignConfig, too_few_placed
-from corpus.io import atomic_write_text
+from corpus.io import atomic_write_text, file_sha256
 from corpus.text import tokenize_for_inference
 from corpus.timings import write_word_tsv
 
@@ -170,13 +170,6 @@ def find_talks(audio_dir: str | os.PathLike, transcript_dir: str | os.PathLike
     return talks, problems, orphans
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def _read_record(path: Path) -> dict[str, Any] | None:
     try:
@@ -195,12 +188,12 @@ def _align_talk(task: _Task) -> dict[str, Any]:
     if not audio.is_file():
         raise InputError(f"audio file not found: {audio}")
     inputs = {"version": BATCH_VERSION, "backend": task.backend, "config": dataclasses.asdict(task.config),
-              "estimates": task.estimates, "audio_sha256": _sha256_file(audio),
+              "estimates": task.estimates, "audio_sha256": file_sha256(audio),
               "tokens_sha256": hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()}
     fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode("utf-8")).hexdigest()
     record = _read_record(record_path)
     if (record is not None and record.get("fingerprint") == fingerprint and output.is_file()
-            and record.get("tsv_sha256") == _sha256_file(output)):
+            and record.get("tsv_sha256") == file_sha256(output)):
         return {"status": "skipped", "words": record["words"], "placed": record["placed"],
                 "audio_seconds": record["audio_seconds"], "compute_seconds": 0.0}
     record_path.unlink(missing_ok=True)  # the completion record goes first
@@ -212,7 +205,7 @@ def _align_talk(task: _Task) -> dict[str, Any]:
 
     info = soundfile.info(str(audio))
     record = {"talk": task.name, "audio": audio.name, "backend": task.backend, "fingerprint": fingerprint,
-              "tsv_sha256": _sha256_file(output), "words": len(words),
+              "tsv_sha256": file_sha256(output), "words": len(words),
               "placed": sum(bool(t.aligned) for t in timings),
               "audio_seconds": round(info.frames / info.samplerate, 3), "version": BATCH_VERSION}
     atomic_write_text(record_path, json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
@@ -235,11 +228,11 @@ def align_batch(
 ) -> BatchReport:
     """Align every talk of ``audio_dir`` with its transcript into ``out_dir`` (see the module docstring).
 
-    ``workers``/``scheduler``: how to run (:func:`aligner.parallel.run_tasks`: 1 = this process, N local
+    ``workers``/``scheduler``: how to run (:func:`executor.tasks.run_tasks`: 1 = this process, N local
     processes, None = every core; a Dask scheduler address instead); ``backend`` and ``config`` (an
     :class:`AlignConfig` or its fields): the aligner; ``min_placed``: the share of placed words below which a
     talk is reported (:meth:`BatchReport.exit_status`). Raises :class:`InputError` for a missing folder or an
-    unknown backend, :class:`aligner.parallel.SchedulerUnavailable` for a Dask scheduler that cannot be reached; a
+    unknown backend, :class:`executor.tasks.SchedulerUnavailable` for a Dask scheduler that cannot be reached; a
     talk's own problem is recorded in the report instead.
     """
     started = time.perf_counter()

@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 def batch_main(argv: list[str] | None = None) -> int:
     """``python -m aligner batch``: see the module docstring and :mod:`aligner.batch`."""
     from aligner.batch import align_batch
-    from aligner.parallel import SchedulerUnavailable, available_cores
+    from executor.tasks import SchedulerUnavailable, available_cores
 
     parser = argparse.ArgumentParser(
         prog="python -m aligner batch", formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -23,7 +23,7 @@ words stayed unplaced are listed in the report whatever the threshold (``talks_m
     (:func:`aligner.anchors.align_anchored`); the file's SHA-256 joins the fingerprint. ASR talks share the
     ref audio but not its tokens, so they are aligned without anchors (and inherit from the ref alignment).
 
-    In parallel: the talks go through :func:`aligner.parallel.run_tasks` (``workers`` local processes, or a
+    In parallel: the talks go through :func:`executor.tasks.run_tasks` (``workers`` local processes, or a
     Dask scheduler), ref/dev/train first, then ASR. Each talk's outputs depend on its own inputs only, so they
     are the same, byte for byte, whatever the engine or worker count; the report is rebuilt from the outputs
     in split and token order, and its compute figures (``compute_seconds``, per audio minute) are this run's.
@@ -41,7 +41,7 @@ from typing import Any
 from aligner import AlignConfig, align, asr_mapping, inherit_timings, write_alignment_table, write_textgrid
 from aligner.anchors import align_anchored
 from aligner.evaluation import boundary_errors, pause_flags, summarise_errors
-from aligner.parallel import describe_engine, run_tasks
+from executor.tasks import describe_engine, run_tasks
 from aligner.types import mostly_unplaced as mostly_unplaced_
 from audio.stage_common import (ASR_SOURCES, AUDIO_SPLITS, STAGE_VERSION, error_text, read_alignment, read_json,
                                 read_split, sha256_file, sha256_json, tokens_digest, write_json)
@@ -160,7 +160,7 @@ def align_talks(
 
     ``backend``: an :func:`aligner.backend_names` name; ``backend_config``: fields of
     :class:`aligner.AlignConfig` (the rest keep its defaults). ``workers``/``scheduler``: how the talks are run
-    (:func:`aligner.parallel.run_tasks`: 1 = here, N local processes, None = every core, or the address of a
+    (:func:`executor.tasks.run_tasks`: 1 = here, N local processes, None = every core, or the address of a
     Dask scheduler); the outputs are the same, byte for byte, whichever. The ``ref`` talks (and ``dev``,
     ``train``) go first, then the ``asr`` talks, which inherit from the ``ref`` alignments.
     """

@@ -16,7 +16,7 @@ stages' reports); resumable talk by talk, a failing talk is recorded with its er
     cached under ``<split>/talks/`` (fingerprint: the alignment's fingerprint, the Parquet's bytes and the
     feature settings).
 
-    In parallel: the talks of every split go through :func:`aligner.parallel.run_tasks` (``workers`` local
+    In parallel: the talks of every split go through :func:`executor.tasks.run_tasks` (``workers`` local
     processes, or a Dask scheduler); each worker computes or finds its talk's arrays in the cache, and the
     split's arrays are then assembled here from the cache in token order, so every output is the same, byte for
     byte, whatever the engine or worker count (the per-talk ``.npz`` carry no time of writing; compute times go
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from aligner.parallel import describe_engine, run_tasks
+from executor.tasks import describe_engine, run_tasks
 from audio.features import FEATURE_NAMES, NEUTRAL_VALUES, talk_features
 from audio.report import audio_report_markdown
 from audio.stage_common import (AUDIO_SPLITS, STAGE_VERSION, read_alignment, read_json, read_split, sha256_file,
@@ -136,7 +136,7 @@ def token_features(
     """Per-token prosodic features and MFCC frames over each split's full token sequence; returns the report.
 
     ``config``: an :class:`audio.features.FeatureConfig`. See the module docstring for the files.
-    ``workers``/``scheduler``: how the talks are run (:func:`aligner.parallel.run_tasks`: 1 = here, N local
+    ``workers``/``scheduler``: how the talks are run (:func:`executor.tasks.run_tasks`: 1 = here, N local
     processes, None = every core, or the address of a Dask scheduler); the outputs are the same, byte for byte,
     whichever.
     """

@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aligner.parallel import available_cores, run_tasks  # noqa: E402
+from executor.tasks import available_cores, run_tasks  # noqa: E402
 from audio.align_stage import align_talks  # noqa: E402
 from audio.features import FeatureConfig  # noqa: E402
 from audio.features_stage import token_features  # noqa: E402

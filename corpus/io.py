@@ -12,6 +12,7 @@ went (its times, rates, memory) from what it computed, so that outputs hold only
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import tempfile
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "file_sha256"]
 
 
 def _umask() -> int:
@@ -75,6 +76,15 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 #: memory, and what *this* run made as against what an earlier, interrupted run had left. A stage output that DVC
 #: hashes holds none of them, so that rerunning the stage on the same inputs gives the same bytes.
 RUN_FACT = re.compile(r"seconds|per_second|^peak_memory|_this_run$")
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes (hex), read in blocks: what resumable work compares a finished output by."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def split_run_facts(data: Any) -> tuple[Any, dict[str, Any]]:

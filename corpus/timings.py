@@ -8,11 +8,24 @@
 * ``ALIGNMENT TABLE`` (:func:`write_alignment_table` / :func:`read_alignment_table`): Parquet with columns
   :data:`TABLE_COLUMNS` (and optionally ``source``), the align stage's per-talk output.
 
-Every reader raises :class:`TimingsFormatError` naming the file and 1-based line.
+Word times as ASR systems write them (``punctuate --alignment`` / ``--timings-dir``):
+
+* ``CTM`` (NIST's and Kaldi's, :func:`index_ctm` / :func:`read_ctm_utterance`): one word a line,
+  ``utterance channel start duration word [confidence ...]``, several utterances a file, each utterance's lines
+  together and in time order; ``;;`` comment lines and blank lines are skipped, fields after the word ignored.
+* ``WORD JSON`` (:func:`read_word_json`): a list of ``{"word" | "text", "start", "end"}`` objects (seconds;
+  further keys such as ``probability`` or ``conf`` ignored; ``start``/``end`` both missing or null for a word
+  without a time), at the top level or under ``words``, ``result`` (Vosk) or ``segments[].words`` (Whisper,
+  WhisperX).
+
+Every reader raises :class:`TimingsFormatError` naming the file and 1-based line (the entry, for JSON): times
+that are not numbers, negative, an end before its start, or a word starting before the word before it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -23,10 +36,14 @@ from corpus.io import atomic_path, atomic_write_text
 
 __all__ = [
     "TABLE_COLUMNS",
+    "CtmUtterance",
     "TimingsFormatError",
     "WordTiming",
+    "index_ctm",
     "read_alignment_table",
+    "read_ctm_utterance",
     "read_engine_timings",
+    "read_word_json",
     "read_word_tsv",
     "write_alignment_table",
     "write_engine_timings",
@@ -141,6 +158,209 @@ def read_word_tsv(path: str | os.PathLike) -> list[WordTiming]:
         last_start, last_line = start, number
         timings.append(WordTiming(word, start, end, True))
     return timings
+
+
+# --- word times as ASR systems write them: CTM and word JSON -----------------------------------------------
+
+
+def _number(value: object, where: str, what: str) -> float:
+    """``value`` (a JSON number or a text cell) as non-negative finite seconds; errors name ``where``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TimingsFormatError(f"{where}: {what} {value!r} is not a number")
+    try:
+        number = float(value)
+    except ValueError:
+        raise TimingsFormatError(f"{where}: {what} {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise TimingsFormatError(f"{where}: {what} {value!r} is not a finite number")
+    if number < 0:
+        raise TimingsFormatError(f"{where}: {what} {number} is negative")
+    return number
+
+
+@dataclass(frozen=True)
+class CtmUtterance:
+    """Where one utterance's lines stand in a CTM file: bytes ``start:end``, the 1-based line of its first line,
+    and the SHA-256 of those bytes (what a resumed run compares)."""
+
+    utterance: str
+    start: int
+    end: int
+    first_line: int
+    sha256: str
+
+
+def _ctm_lines(data: bytes):  # noqa: ANN202 - every line, its LF kept (as iterating over a file gives them)
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        yield data[start:end]
+        start = end
+
+
+def _is_ctm_content(line: bytes) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith(b";;")
+
+
+def index_ctm(path: str | os.PathLike) -> tuple[dict[str, CtmUtterance], dict[str, str]]:
+    """``(utterances, problems)`` of a CTM file, reading only each line's first field: utterance -> where its
+    lines are (in the order of the file), and utterance -> why it cannot be read (its lines not together).
+
+    The file is read as a stream (a corpus's CTM may be larger than memory). A file that cannot be read raises
+    :class:`TimingsFormatError`; the lines themselves are checked when an utterance is read
+    (:func:`read_ctm_utterance`)."""
+    path = Path(path)
+    spans: dict[str, CtmUtterance] = {}
+    problems: dict[str, str] = {}
+    current: list = []  # the utterance being read: [name, start byte, end byte, first line, hasher]
+    between = b""  # blank or comment lines since its last word: inside its span if another word follows
+
+    def close() -> None:
+        if current:
+            name, start, end, first, digest = current
+            spans[name] = CtmUtterance(name, start, end, first, digest.hexdigest())
+            current.clear()
+
+    offset = 0
+    try:
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                begins, offset = offset, offset + len(line)
+                if not _is_ctm_content(line):
+                    between += line if current else b""
+                    continue
+                name = line.split(None, 1)[0].decode("utf-8", errors="replace").lstrip("\ufeff")
+                if current and current[0] == name:
+                    current[2] = offset
+                    current[4].update(between + line)
+                    between = b""
+                    continue
+                close()
+                between = b""
+                if name in spans or name in problems:
+                    first = spans[name].first_line if name in spans else None
+                    problems.setdefault(name, f"{path}:{number}: utterance {name!r} goes on here after other "
+                                              f"utterances (it starts at line {first}); a CTM keeps each "
+                                              "utterance's lines together")
+                    continue
+                current.extend([name, begins, offset, number, hashlib.sha256(line)])
+    except OSError as error:
+        raise TimingsFormatError(f"{path}: cannot read ({error.strerror or error})") from error
+    close()
+    return {name: span for name, span in spans.items() if name not in problems}, problems
+
+
+def read_ctm_utterance(path: str | os.PathLike, span: CtmUtterance, data: bytes | None = None
+                       ) -> tuple[list[WordTiming], list[int]]:
+    """The words of one utterance of a CTM file (``span`` from :func:`index_ctm`) and the 1-based line of each.
+
+    ``data``: the span's bytes when the caller has read them already. Raises :class:`TimingsFormatError`
+    naming the file and line for a line of fewer than five fields, another utterance or channel, times that
+    are not non-negative numbers, or a word starting before the word before it."""
+    path = Path(path)
+    if data is None:
+        with path.open("rb") as handle:
+            handle.seek(span.start)
+            data = handle.read(span.end - span.start)
+    timings: list[WordTiming] = []
+    lines: list[int] = []
+    channel = None
+    last_start, last_line = -math.inf, 0
+    for number, raw in enumerate(_ctm_lines(data), start=span.first_line):
+        if not _is_ctm_content(raw):
+            continue
+        where = f"{path}:{number}"
+        try:
+            fields = raw.decode("utf-8").split()
+        except UnicodeDecodeError:
+            raise TimingsFormatError(f"{where}: not valid UTF-8") from None
+        if len(fields) < 5:
+            raise TimingsFormatError(f"{where}: expected 'utterance channel start duration word [confidence]', "
+                                     f"found {len(fields)} field(s)")
+        fields[0] = fields[0].lstrip("\ufeff")
+        if fields[0] != span.utterance:
+            raise TimingsFormatError(f"{where}: utterance {fields[0]!r} inside utterance {span.utterance!r}")
+        if channel is None:
+            channel = fields[1]
+        elif fields[1] != channel:
+            raise TimingsFormatError(f"{where}: channel {fields[1]!r} after channel {channel!r} in utterance "
+                                     f"{span.utterance!r}; give each channel its own utterance name")
+        start = _number(fields[2], where, "start time")
+        end = start + _number(fields[3], where, "duration")
+        if start < last_start:
+            raise TimingsFormatError(
+                f"{where}: times out of order: starts at {start} s, before line {last_line} ({last_start} s)")
+        last_start, last_line = start, number
+        timings.append(WordTiming(fields[4], start, end, True))
+        lines.append(number)
+    return timings, lines
+
+
+def _json_word_lists(data: object, path: Path) -> list[tuple[str, list]]:
+    """``(entry path, list)`` of every word list in a recogniser's JSON (module docstring)."""
+    if isinstance(data, list):
+        return [("", data)]
+    if isinstance(data, dict):
+        for key in ("words", "result"):
+            if isinstance(data.get(key), list):
+                return [(key, data[key])]
+        if isinstance(data.get("segments"), list):
+            found = []
+            for index, segment in enumerate(data["segments"]):
+                if not isinstance(segment, dict) or not isinstance(segment.get("words"), list):
+                    raise TimingsFormatError(f"{path}: segments[{index}] has no list 'words' (word times: ask the "
+                                             "recogniser for word timestamps)")
+                found.append((f"segments[{index}].words", segment["words"]))
+            return found
+    raise TimingsFormatError(f"{path}: no word list: expected a list of {{word, start, end}} objects, at the top "
+                             "level or under 'words', 'result' or 'segments[].words'")
+
+
+def read_word_json(path: str | os.PathLike) -> tuple[list[WordTiming], list[str]]:
+    """The words of a recogniser's JSON (module docstring) and where each entry stands (``segments[2].words[0]``).
+
+    Raises :class:`TimingsFormatError` naming the file and the entry (the line, for JSON that does not parse)."""
+    path = Path(path)
+    raw = path.read_bytes()
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise TimingsFormatError(f"{path}:{line}: not valid UTF-8") from None
+    except json.JSONDecodeError as error:
+        raise TimingsFormatError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+    timings: list[WordTiming] = []
+    entries: list[str] = []
+    last_start, last_entry = -math.inf, ""
+    for prefix, words in _json_word_lists(data, path):
+        for index, item in enumerate(words):
+            entry = f"{prefix}[{index}]"
+            where = f"{path}: {entry}"
+            if not isinstance(item, dict):
+                raise TimingsFormatError(f"{where}: not a {{word, start, end}} object")
+            word = item.get("word", item.get("text"))
+            if not isinstance(word, str) or not word.strip():
+                raise TimingsFormatError(f"{where}: no word (a non-empty 'word' or 'text')")
+            start, end = item.get("start"), item.get("end")
+            if start is None and end is None:
+                timings.append(WordTiming(word.strip(), NAN, NAN, False))
+                entries.append(entry)
+                continue
+            if start is None or end is None:
+                raise TimingsFormatError(f"{where}: only one of start and end is given")
+            start = _number(start, where, "start time")
+            end = _number(end, where, "end time")
+            if end < start:
+                raise TimingsFormatError(f"{where}: end {end} is before start {start}")
+            if start < last_start:
+                raise TimingsFormatError(f"{where}: times out of order: starts at {start} s, before {last_entry} "
+                                         f"({last_start} s)")
+            last_start, last_entry = start, entry
+            timings.append(WordTiming(word.strip(), start, end, True))
+            entries.append(entry)
+    return timings, entries
 
 
 # --- engine TSV ----------------------------------------------------------------------------------------

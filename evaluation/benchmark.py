@@ -8,6 +8,12 @@ refuses) reads the split's cached vectors instead (``features_dir``), through th
 
 The metrics name the model directory they scored (``"model"``, as the caller wrote it) beside one entry of
 scores per split; :func:`split_scores` gives the splits alone.
+
+The benchmark's protocol is the unsegmented one: a split is one stream of words, cut into overlapping windows
+that ignore where sentences end. Published IWSLT2011 figures differ in protocol, and some cut the input at the
+gold sentence ends (one sequence per reference sentence), which tells the model where a PERIOD or QUESTION is due
+at each sequence's last word. ``segmented_splits`` scores a split that way as well, as ``<split>_segmented``
+(:data:`SEGMENTED_SUFFIX`), so the two protocols can be read side by side; the headline stays unsegmented.
 """
 
 from __future__ import annotations
@@ -20,12 +26,28 @@ from typing import Any, Iterable
 from tqdm import tqdm
 
 from corpus.iwslt import read_iwslt, write_iwslt
+from corpus.labels import SENTENCE_END_LABELS
 from embeddings.store import load_split, load_split_words
 from evaluation.scoring import confusion_matrix, score_labels
 from inference.punctuator import Punctuator
 
 #: The key of an evaluation's metrics that names the model directory scored (the others are splits).
 MODEL_KEY = "model"
+#: A split scored with its input cut at the gold sentence ends is recorded as ``<split><SEGMENTED_SUFFIX>``.
+SEGMENTED_SUFFIX = "_segmented"
+
+
+def sentence_spans(labels: list[str]) -> list[tuple[int, int]]:
+    """``(start, end)`` of each reference sentence: up to and including each word labelled PERIOD or QUESTION
+    (the words after the last one, if any, are a last span of their own)."""
+    spans, start = [], 0
+    for index, label in enumerate(labels):
+        if label in SENTENCE_END_LABELS:
+            spans.append((start, index + 1))
+            start = index + 1
+    if start < len(labels):
+        spans.append((start, len(labels)))
+    return spans
 
 
 def split_scores(metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -57,8 +79,12 @@ def evaluate_model(
     batch_size: int = 64,
     device: str = "cpu",
     features_dir: str | Path | None = None,
+    segmented_splits: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Label every word of each split, write ``out_dir/<split>.tsv`` and a confusion-matrix plot.
+
+    ``segmented_splits``: splits (of ``splits``) also labelled one reference sentence at a time
+    (:func:`sentence_spans`), recorded as ``<split>_segmented`` with their own predictions file.
 
     ``device``: "cpu", "cuda", or "auto" (CUDA when available). ``features_dir``: the feature cache the model
     was trained on, read only by a model that needs per-token audio features.
@@ -85,6 +111,22 @@ def evaluate_model(
         plot_confusion_matrix(confusion_matrix(reference.labels, predicted), out_dir / f"confusion_{split}.png",
                               title=f"{split}: reference (rows) vs prediction (columns)")
         results[split] = {**scores, "tokens": len(predicted)}
+        if split in segmented_splits:
+            spans = sentence_spans(reference.labels)
+            if punctuator.needs_audio:
+                whole = load_split(features_dir, split) if features_dir is not None else None
+                if whole is None:
+                    raise ValueError("this model reads per-token audio features: give features_dir")
+                words = load_split_words(features_dir, split)
+                label = lambda a, b: punctuator.label_vectors(whole.vectors[a:b], whole.ids[a:b], words[a:b])  # noqa: E731
+            else:
+                label = lambda a, b: punctuator.punctuate_words(reference.words[a:b], source=str(path))  # noqa: E731
+            segmented = [mark for start, end in tqdm(spans, desc=f"evaluate {split} by sentence", unit="sentence")
+                         for mark in label(start, end)]
+            name = f"{split}{SEGMENTED_SUFFIX}"
+            write_iwslt(out_dir / f"{name}.tsv", reference.words, segmented)
+            results[name] = {**score_labels(reference.labels, segmented), "tokens": len(segmented),
+                             "sentences": len(spans)}
     return results
 
 

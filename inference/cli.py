@@ -1,20 +1,37 @@
-"""``punctuate``: restore punctuation in a transcript with a trained model directory.
+"""``punctuate``: restore punctuation in a transcript, or in a whole corpus of them, with a trained model directory.
 
     punctuate --model artifacts/model transcript.txt -o transcript.punct.txt
     cat transcript.txt | punctuate --model artifacts/model --format iwslt
     punctuate --alignment talk.words.tsv talk.txt          # with the words' times (speech model)
     punctuate --audio talk.wav talk.txt                    # aligns the transcript to the recording first
+    punctuate corpus/ -o punctuated/ --timings-dir asr/ --workers 2     # a corpus (inference/batch.py)
 
 Models: without --model, the model directories named in params.yaml (section ``punctuate``: ``text_model``,
 or ``audio_model`` when speech is given), relative to that file; the params file is --params, else
 ./params.yaml, else the one of the repository this command comes from.
 
-Speech: --alignment takes word timings as the aligner writes them (``word<TAB>start<TAB>end``, a header
-line optional, both time cells empty for a word without a time, the transcript's words in order: one row per
-word, or per benchmark token as ``python -m aligner`` writes them); --audio runs the aligner (pocketsphinx) on
-the recording first. A model trained with timing cues reads the pause after each word and how long it was
-held; without speech the same model punctuates from the text alone. Timings whose words are not the
-transcript's, or whose times are not numbers, negative or out of order, are an error naming the file and line.
+Speech: --alignment takes the transcript's word times in the formats ASR systems write, told by the file's
+extension or --timings-format: the aligner's TSV (``word<TAB>start<TAB>end``, a header line optional, both
+time cells empty for a word without a time; any other extension), NIST/Kaldi CTM (``.ctm``: ``utterance
+channel start duration word [confidence]``; of several utterances, the one named as the transcript's file) or
+a recogniser's JSON word list (``.json``: ``{word|text, start, end}`` objects, at the top level or under
+``words``, ``result`` or ``segments[].words``). The words must be the transcript's, in order: one row per word,
+or per benchmark token as ``python -m aligner`` writes them. --audio runs the aligner (pocketsphinx) on the
+recording first. A model trained with timing cues reads the pause after each word and how long it was held;
+without speech the same model punctuates from the text alone. Timings whose words are not the transcript's,
+or whose times are not numbers, negative or out of order, are an error naming the file and line (or entry).
+
+A corpus (several inputs, or a folder: every ``*.txt`` below it): ``-o`` is the output folder, which mirrors
+the inputs' relative paths; --timings-dir pairs each transcript with its word times by name
+(inference/batch_inputs.py). The model is loaded once per process, outputs are written atomically, and a run
+stopped half-way resumes where it stopped (a finished output whose transcript, timings and model are unchanged
+is skipped). A transcript that cannot be read or whose timings do not match is named with the reason and the
+others are finished; the exit status is then 1. --workers N runs N local processes, --dask ADDRESS a Dask
+cluster: the same bytes whichever, and the bytes the single-file command writes (--share-batches, which fills
+the model's batches from several transcripts for a GPU, gives that up; see inference/punctuator.py).
+
+--format json writes each word with its label and the model's probability of each label (O, COMMA, PERIOD,
+QUESTION), those its label was taken from.
 
 Your words are never changed: the text is split at whitespace and every word is written back byte for byte,
 with its case and the whitespace (line breaks included) around it. The tool only
@@ -43,6 +60,7 @@ from pathlib import Path
 # Only light modules at import time: `punctuate --help` must not load torch; the model code is imported
 # once the arguments, the input and the output folder have been checked.
 from corpus.io import atomic_write_text
+from inference.outputs import FORMATS, format_punctuated
 
 
 class InputError(Exception):
@@ -57,6 +75,8 @@ class ModelChoiceError(Exception):
     """No --model and no usable ``punctuate`` section in the params file; the message says what is missing."""
 
 
+#: inference.speech_input.TIMINGS_FORMATS (not imported here: it brings numpy before the arguments are read)
+TIMINGS_FORMAT_NAMES = ("tsv", "ctm", "json")
 PARAMS_FILE = "params.yaml"
 REPOSITORY_PARAMS = Path(__file__).resolve().parents[1] / PARAMS_FILE
 
@@ -101,11 +121,12 @@ def read_text(source: str | None) -> tuple[str, str]:
         except OSError as error:
             raise InputError(f"{path}: cannot read ({error.strerror or error})") from error
         name = str(path)
+    from inference.batch_inputs import TranscriptError, decode_text
+
     try:
-        return name, data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise InputError(f"{name}:{line}: not UTF-8 text (byte offset {error.start})") from error
+        return name, decode_text(data, name)
+    except TranscriptError as error:
+        raise InputError(str(error)) from error
 
 
 def check_output(destination: str | None) -> None:
@@ -118,7 +139,8 @@ def check_output(destination: str | None) -> None:
         return
     path = Path(destination)
     if path.is_dir():
-        raise OutputError(f"{path}: is a directory, not a file")
+        raise OutputError(f"{path}: is a directory, not a file (to write into a folder, give a folder of "
+                          "transcripts or several files)")
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -157,39 +179,78 @@ def write_output(destination: str | None, content: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="punctuate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("input", nargs="?", help="text file to punctuate (default: standard input)")
+    parser.add_argument("input", nargs="*",
+                        help="text file to punctuate (default: standard input); several files or folders (every "
+                             "*.txt below them): a corpus, into the folder -o")
     parser.add_argument("--model", help="trained model directory (default: punctuate.text_model of params.yaml, "
-                                        "or punctuate.audio_model with --alignment/--audio)")
+                                        "or punctuate.audio_model with --alignment/--audio/--timings-dir)")
     parser.add_argument("--params", help="params file naming the default models (default: ./params.yaml, else "
                                          "the repository's)")
     speech = parser.add_mutually_exclusive_group()
-    speech.add_argument("--alignment", metavar="WORDS_TSV",
-                        help="the transcript's word timings (word<TAB>start<TAB>end, seconds; empty cells for a "
-                             "word without a time)")
+    speech.add_argument("--alignment", metavar="TIMINGS",
+                        help="the transcript's word timings: TSV (word<TAB>start<TAB>end, seconds; empty cells for a "
+                             "word without a time), CTM or JSON word list (by extension, or --timings-format)")
     speech.add_argument("--audio", metavar="AUDIO",
                         help="a recording of the transcript (WAV/FLAC/...): aligned with pocketsphinx first")
+    speech.add_argument("--timings-dir", metavar="DIR",
+                        help="a corpus's word timings: NAME.tsv|ctm|json beside each transcript NAME.txt's relative "
+                             "path, or its utterance NAME in the folder's other CTM files")
+    parser.add_argument("--timings-format", choices=TIMINGS_FORMAT_NAMES,
+                        help="the format of the timings (default: told by the extension; TSV for any other); with "
+                             "--timings-dir, only files of this format are looked at")
     parser.add_argument("-o", "--output", help="where to write the result (default: standard output); written "
-                                               "atomically, its folder is checked before the model is loaded")
-    parser.add_argument("--format", choices=("text", "iwslt"), default="text",
+                                               "atomically, its folder is checked before the model is loaded; "
+                                               "for a corpus, the output folder")
+    parser.add_argument("--format", choices=tuple(FORMATS), default="text",
                         help="text: your text with marks inserted; iwslt: one 'word<TAB>LABEL' line per word "
-                             "as you wrote it")
+                             "as you wrote it; json: each word with its label and the label probabilities")
     parser.add_argument("--keep-case", "--no-capitalise", "--no-capitalize", dest="capitalise",
                         action="store_false",
                         help="do not capitalise sentence starts and 'i' (text format); every word keeps its case")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (CUDA when there is a GPU; "
                                                         "default: cpu)")
+    corpus = parser.add_argument_group("a corpus (several inputs or a folder)")
+    corpus.add_argument("--workers", type=int, default=None,
+                        help="local worker processes, each loading the model once (default: 1, this process)")
+    corpus.add_argument("--dask", metavar="ADDRESS", default=None,
+                        help="address of a Dask distributed scheduler (e.g. tcp://10.0.0.5:8786) to run on instead; "
+                             "its workers must see the same paths")
+    corpus.add_argument("--task-words", type=int, default=TASK_WORDS,
+                        help=f"words per task: the transcripts a worker punctuates together (default {TASK_WORDS:,})")
+    corpus.add_argument("--share-batches", action="store_true",
+                        help="fill the model's batches with the windows of several transcripts: faster on a GPU, but "
+                             "a model's arithmetic (an LSTM's) may then differ in the last bits from a single-file "
+                             "run, and so the probabilities of --format json (marks only at a near-tie)")
+    corpus.add_argument("--report", help="also write the run's report here (JSON, transcripts sorted by name)")
+    corpus.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser
 
 
+#: Words a task holds by default: enough texts to fill the model's batches, few enough to lose little when stopped.
+TASK_WORDS = 10_000
+
+
+def _is_corpus(args: argparse.Namespace) -> bool:
+    return (len(args.input) > 1 or any(Path(given).is_dir() for given in args.input)
+            or args.timings_dir is not None or args.workers is not None or args.dask is not None
+            or args.report is not None or args.share_batches)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if _is_corpus(args):
+        return corpus_main(parser, args)
+    if args.timings_format and not args.alignment:
+        parser.error("--timings-format goes with --alignment or --timings-dir")
 
     def fail(error: Exception) -> int:
         print(f"punctuate: error: {error}", file=sys.stderr)
         return 2
 
+    source = args.input[0] if args.input else None
     try:
-        name, text = read_text(args.input)
+        name, text = read_text(source)
         check_output(args.output)
         model = Path(args.model) if args.model else default_model(args.params, bool(args.alignment or args.audio))
     except (InputError, OutputError, ModelChoiceError) as error:
@@ -201,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         from inference.speech_input import TimingsFormatError, TimingsMismatchError, match_timings
 
         try:
-            timings = _read_alignment(args.alignment) if args.alignment else _align(args.audio, text)
+            timings = _read_alignment(args.alignment, args.timings_format, source) if args.alignment \
+                else _align(args.audio, text)
             match_timings(split_user_text(text), timings, transcript=name)  # checked before the model loads
         except (InputError, TimingsFormatError, TimingsMismatchError) as error:
             return fail(error)
@@ -216,23 +278,64 @@ def main(argv: list[str] | None = None) -> int:
     if timings is not None and not punctuator.reads_timings:
         print(f"punctuate: note: {model} reads no speech; the word timings were checked but not used",
               file=sys.stderr)
-    user_text, labels, rendered = punctuator.punctuate_text(text, capitalise=args.capitalise, timings=timings,
-                                                             transcript=name)
-    if args.format == "iwslt":
-        content = "".join(f"{word.text}\t{label}\n" for word, label in zip(user_text.words, labels))
-    else:
-        content = rendered
+    prepared = punctuator.prepare_text(text, timings=timings, transcript=name)
+    result = punctuator.punctuate_prepared([prepared], capitalise=args.capitalise,
+                                           probabilities=args.format == "json")[0]
     try:
-        write_output(args.output, content)
+        write_output(args.output, format_punctuated(result, args.format))
     except OutputError as error:
         return fail(error)
     return 0
 
 
-def _read_alignment(path: str):
-    from inference.speech_input import read_timing_rows
+def corpus_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``punctuate INPUT... -o OUT_DIR``: a corpus (:func:`inference.batch.punctuate_batch`)."""
+    if not args.output or args.output == "-":
+        parser.error("a corpus (several inputs, a folder, --timings-dir, --workers or --dask) needs -o OUT_DIR")
+    if not args.input or "-" in args.input:
+        parser.error("a corpus is read from files and folders, not standard input")
+    if args.alignment or args.audio:
+        parser.error("--alignment and --audio are for one transcript; a corpus takes --timings-dir")
+    if args.timings_format and not args.timings_dir:
+        parser.error("--timings-format goes with --alignment or --timings-dir")
+    if args.workers is not None and args.workers < 1:
+        parser.error("--workers must be at least 1")
+    if args.task_words < 1:
+        parser.error("--task-words must be at least 1")
+    if Path(args.output).exists() and not Path(args.output).is_dir():
+        print(f"punctuate: error: {args.output}: not a folder (a corpus is written into a folder)", file=sys.stderr)
+        return 2
+    from executor import SchedulerUnavailable
+    from inference.batch import ModelUnavailable, punctuate_batch
 
-    return read_timing_rows(path)
+    try:
+        model = Path(args.model) if args.model else default_model(args.params, args.timings_dir is not None)
+        report = punctuate_batch(args.input, args.output, model=model, output_format=args.format,
+                                 capitalise=args.capitalise, timings_dir=args.timings_dir,
+                                 timings_format=args.timings_format, device=args.device, workers=args.workers or 1,
+                                 scheduler=args.dask, task_words=args.task_words, batch_size=64,
+                                 share_batches=args.share_batches, progress=not args.quiet)
+    except (ModelChoiceError, ModelUnavailable, SchedulerUnavailable, OSError, ValueError) as error:
+        print(f"punctuate: error: {error}", file=sys.stderr)
+        return 2
+    for result in report.failed:
+        print(f"punctuate: failed: {result.error}", file=sys.stderr)
+    print(f"punctuate: {report.summary()}", file=sys.stderr)
+    if args.report:
+        import json
+
+        atomic_write_text(args.report, json.dumps(report.to_dict(), indent=1, ensure_ascii=False) + "\n")
+    return report.exit_status()
+
+
+def _read_alignment(path: str, timings_format: str | None, transcript: str | None):
+    """The timing rows of ``--alignment`` (a CTM's utterance named as the transcript's file, or its only one)."""
+    from inference.speech_input import TimingsSource, ctm_source, read_timings, timings_format as format_of
+
+    kind = format_of(path, timings_format)
+    stem = Path(transcript).stem if transcript not in (None, "-") else None
+    source = ctm_source(path, stem) if kind == "ctm" else TimingsSource(path, kind)
+    return read_timings(source)
 
 
 def _align(audio: str, text: str):

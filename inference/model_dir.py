@@ -117,6 +117,10 @@ def load_trained_model(model_dir: str | Path, device: str = "cpu", *, traced: bo
             model_config = cls.config_for_loading(config["model"], model_dir)
         model = build_model(model_config, num_labels=len(config["labels"]), vector_dim=int(config["vector_dim"]),
                             vocab_size=int(config["vocab_size"]))
+    except FileNotFoundError as error:  # a file of the model's own that is missing (encoder/tokenizer.json): named
+        if error.filename:
+            raise FileNotFoundError(f"{error.filename}: missing; the model directory is incomplete") from error
+        raise
     except (TypeError, ValueError, OSError) as error:
         raise ModelDirectoryError(f"{model_dir / CONFIG_FILE}: cannot build its model: {error}") from error
     try:

@@ -9,6 +9,21 @@ where the model reads it), decodes them in overlapping windows (:mod:`inference.
 back to the words. The evaluate stage scores a model through :meth:`Punctuator.punctuate_words` -- the same
 text handling, embedding and windows as ``punctuate`` -- so the F1 recorded for a model is the F1 a user gets.
 
+Many texts at once (:meth:`Punctuator.punctuate_prepared`, what ``punctuate`` over a folder uses): each text
+is read and checked on its own (:meth:`Punctuator.prepare_text`) and decoded in batches of its own windows, the
+very batches it gets alone (:meth:`Punctuator.punctuate_text`, the single-file command), so that a text's
+output never depends on the texts beside it. With ``share_batches`` the windows of all of them fill the model's
+batches together (:func:`inference.windows.predict_streams`): fewer, fuller batches, which a GPU runs faster;
+but a model's arithmetic is not always the same in batches of other sizes (an LSTM's is not: its probabilities
+move in the last bit of a float32), so a text's probabilities then depend, in their last digits, on its
+neighbours, and where two labels are that close to tied, its mark may too.
+
+Confidence (``probabilities=True``): the model's probability of each label for each word (its last token's, as
+for its label), from the very logits the label was taken from: the arg-max of a model's logits is its label (a
+model that decodes label by label, the Transformer, gives the probabilities of each step given the labels it
+decoded before it: what its greedy decoder took the arg-max of). The labels are the same whether or not the
+probabilities are asked for.
+
 Speech: a model trained with timing cues (speech source ``pauses``, :mod:`embeddings.timing_features`) reads
 the pause after each word and how long it was held, computed from word timings
 (:mod:`inference.speech_input`); without timings every cue is flagged missing and the same model punctuates
@@ -21,10 +36,12 @@ per-token vectors of a benchmark split (:meth:`Punctuator.label_vectors`), throu
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import torch
 
 from corpus.labels import LABELS
 from corpus.user_text import UserText, model_tokens, render, split_user_text, word_labels
@@ -33,11 +50,48 @@ from embeddings.speech_sources import PAUSES, SpeechVectors, combine_vectors
 from inference.device import choose_device
 from inference.model_dir import load_trained_model, to_device
 from inference.speech_input import match_timings, timing_raw
-from inference.windows import predict_stream
+from inference.windows import predict_streams
 
 
 class WordsChangedError(ValueError):
     """Words given one by one (:meth:`Punctuator.punctuate_words`) that do not come back one word each."""
+
+
+@dataclass(frozen=True)
+class PreparedText:
+    """A text read for the model (:meth:`Punctuator.prepare_text`): its words, their model tokens and the tokens'
+    raw timing cues (None: no speech)."""
+
+    user_text: UserText
+    tokens: list[str]
+    timing: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Punctuated:
+    """A text punctuated: its words, one label per word, the text with the predicted marks and, when asked, the
+    model's probability of each label (columns: the model's labels) for each word; NaN for a word the model
+    does not read (it gets no mark)."""
+
+    user_text: UserText
+    labels: list[str]
+    rendered: str
+    probabilities: np.ndarray | None = None
+
+
+def label_probabilities(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(label ids (B, T), probabilities (B, T, labels))`` of a batch: the ids are exactly ``model.predict``'s,
+    the probabilities the softmax of the logits they are the arg-max of (module docstring)."""
+    from models.registry import PunctuationModel
+
+    with torch.no_grad():
+        if type(model).predict is PunctuationModel.predict:  # the arg-max of the logits: compute them once
+            logits = model(batch)
+            ids = logits.argmax(dim=-1)
+        else:  # a decoder of its own (greedy, label by label): its logits at each step, given its own labels
+            ids = model.predict(batch)
+            logits = model({**batch, "labels": ids})
+        return ids, torch.softmax(logits.float(), dim=-1)
 
 
 class Punctuator:
@@ -83,22 +137,32 @@ class Punctuator:
 
     # -- tokens -> labels ---------------------------------------------------------------------------------
 
+    def _predict(self, probabilities: bool):  # noqa: ANN202 - batch -> label ids (and probabilities)
+        if probabilities:
+            return lambda batch: label_probabilities(self.model, to_device(batch, self.device))
+        return lambda batch: self.model.predict(to_device(batch, self.device))
+
+    def _decode(self, streams: list, probabilities: bool, progress=None) -> list:
+        """Per stream ``(vectors, ids, tokens)``, one label per token (and, with ``probabilities``, ``(labels,
+        probabilities (N, labels))``): the windows and batches every prediction goes through."""
+        results = predict_streams(
+            self._predict(probabilities),
+            [(vectors, np.asarray(ids, dtype=np.int64), words if self.model.reads_words else None)
+             for vectors, ids, words in streams],
+            window=self.window, stride=self.stride, batch_size=self.batch_size, progress=progress)
+        if probabilities:
+            return [([LABELS[i] for i in ids], probs) for ids, probs in results]
+        return [[LABELS[i] for i in ids] for ids in results]
+
     def label_vectors(self, vectors: np.ndarray, ids: np.ndarray, words: Sequence[str],
                       progress=None) -> list[str]:
         """One label per token from the model's input rows (``vectors``, vocabulary ``ids``) and the tokens
         themselves (read by models that tokenise text): the windows and batches every prediction goes through."""
-        predicted = predict_stream(
-            lambda batch: self.model.predict(to_device(batch, self.device)),
-            vectors, np.asarray(ids, dtype=np.int64), window=self.window, stride=self.stride,
-            batch_size=self.batch_size, words=words if self.model.reads_words else None, progress=progress,
-        )
-        return [LABELS[i] for i in predicted]
-
-    def predict_labels(self, words: list[str], timing: np.ndarray | None = None, progress=None) -> list[str]:
-        """One label per model token (the mark that follows it); ``timing``: raw timing cues of the tokens
-        (:func:`inference.speech_input.timing_raw`), used by a model that reads them (None: no speech)."""
-        if not words:
+        if len(ids) == 0:
             return []
+        return self._decode([(vectors, ids, words)], False, progress)[0]
+
+    def _model_inputs(self, words: list[str], timing: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, list[str]]:
         if self.needs_audio:
             raise ValueError("this model reads per-token audio features: label the cached vectors of a split "
                              "(label_vectors), text alone cannot give them")
@@ -110,7 +174,14 @@ class Punctuator:
             vectors = combine_vectors(vectors, self.speech.type_level(words)[0], self.combine)
         if self.timing is not None:
             vectors = combine_vectors(vectors, self.timing.from_timing(timing, len(words)), self.combine)
-        return self.label_vectors(vectors, embedded.ids, words, progress=progress)
+        return vectors, embedded.ids, words
+
+    def predict_labels(self, words: list[str], timing: np.ndarray | None = None, progress=None) -> list[str]:
+        """One label per model token (the mark that follows it); ``timing``: raw timing cues of the tokens
+        (:func:`inference.speech_input.timing_raw`), used by a model that reads them (None: no speech)."""
+        if not words:
+            return []
+        return self._decode([self._model_inputs(words, timing)], False, progress)[0]
 
     # -- text -> labels -----------------------------------------------------------------------------------
 
@@ -118,6 +189,41 @@ class Punctuator:
         """The user words of ``text`` (as given, minus the marks the model replaces) and their labels."""
         user_text, labels, _ = self.punctuate_text(text)
         return [word.text for word in user_text.words], labels
+
+    def prepare_text(self, text: str, *, timings=None, transcript: str = "the transcript") -> PreparedText:
+        """``text`` split into words and model tokens, with the tokens' timing cues from ``timings``
+        (:class:`inference.speech_input.TimingRows`), which are checked against the words of ``text`` (errors
+        name the timings file, its line and ``transcript``'s word) and used by a model that reads them."""
+        user_text = split_user_text(text)
+        tokens = model_tokens(user_text)
+        timing = None
+        if timings is not None:
+            starts, ends = match_timings(user_text, timings, transcript=transcript)
+            timing = timing_raw(user_text, starts, ends) if self.reads_timings else None
+        return PreparedText(user_text, tokens, timing)
+
+    def punctuate_prepared(self, texts: Sequence[PreparedText], *, capitalise: bool = True,
+                           probabilities: bool = False, share_batches: bool = False,
+                           progress=None) -> list[Punctuated]:
+        """Every text of ``texts`` punctuated, each in batches of its own windows, or with ``share_batches`` all
+        their windows filling the model's batches together (module docstring)."""
+        spoken = [index for index, text in enumerate(texts) if text.tokens]
+        inputs = (self._model_inputs(texts[index].tokens, texts[index].timing) for index in spoken)
+        if share_batches:
+            streams = list(inputs)
+            decoded = self._decode(streams, probabilities, progress) if streams else []
+        else:  # one text at a time: only its own inputs in memory
+            decoded = [self._decode([stream], probabilities, progress)[0] for stream in inputs]
+        if not probabilities:
+            decoded = [(labels, None) for labels in decoded]
+        by_text = dict(zip(spoken, decoded))
+        results = []
+        for index, text in enumerate(texts):
+            token_labels, token_probabilities = by_text.get(index, ([], None))
+            labels = word_labels(text.user_text, token_labels)
+            results.append(Punctuated(text.user_text, labels, render(text.user_text, labels, capitalise=capitalise),
+                                      _word_rows(text.user_text, token_probabilities) if probabilities else None))
+        return results
 
     def punctuate_text(self, text: str, *, capitalise: bool = True, timings=None,
                        transcript: str = "the transcript", progress=None) -> tuple[UserText, list[str], str]:
@@ -128,15 +234,9 @@ class Punctuator:
         (errors name the timings file, its line and ``transcript``'s word) and, for a model that reads
         timing cues, give them; a model without speech inputs ignores them.
         """
-        user_text = split_user_text(text)
-        tokens = model_tokens(user_text)
-        timing = None
-        if timings is not None:
-            starts, ends = match_timings(user_text, timings, transcript=transcript)
-            timing = timing_raw(user_text, starts, ends) if self.reads_timings else None
-        token_labels = self.predict_labels(tokens, timing, progress=progress) if tokens else []
-        labels = word_labels(user_text, token_labels)
-        return user_text, labels, render(user_text, labels, capitalise=capitalise)
+        prepared = self.prepare_text(text, timings=timings, transcript=transcript)
+        result = self.punctuate_prepared([prepared], capitalise=capitalise, progress=progress)[0]
+        return result.user_text, result.labels, result.rendered
 
     def punctuate_words(self, words: Sequence[str], *, source: str = "the words", progress=None) -> list[str]:
         """One label per word of ``words`` given one by one (a benchmark file's first column), exactly as
@@ -155,6 +255,17 @@ class Punctuator:
             raise WordsChangedError(f"{source}, word {first + 1}: {words[first]!r} is read as punctuation, not as a "
                                     f"word ({len(words)} words in, {len(kept)} out)")
         return labels
+
+
+def _word_rows(user_text: UserText, token_rows: np.ndarray | None) -> np.ndarray:
+    """One row per user word: its last model token's (NaN for a word without tokens), as :func:`word_labels`."""
+    rows = np.full((len(user_text.words), len(LABELS)), np.nan, dtype=np.float32)
+    position = 0
+    for index, word in enumerate(user_text.words):
+        position += len(word.tokens)
+        if word.tokens:
+            rows[index] = token_rows[position - 1]
+    return rows
 
 
 def render_text(words: list[str], labels: list[str], *, capitalise: bool = True) -> str:

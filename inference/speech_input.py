@@ -1,9 +1,13 @@
 """Word timings of a transcript, checked against its words and turned into the timing cues a model reads.
 
-``punctuate --alignment words.tsv`` brings the times of the transcript's words in the aligner's word TSV
-(:func:`corpus.timings.read_word_tsv`: ``word<TAB>start<TAB>end``, empty cells for a word without a time);
-``punctuate --audio talk.wav`` makes them with the aligner. Either way the rows must be the transcript's
-words in order, in one of two granularities, which may mix:
+``punctuate --alignment FILE`` (or ``--timings-dir`` over a folder) brings the times of the transcript's words
+in one of the formats of :data:`TIMINGS_FORMATS`, told by the file's extension or ``--timings-format``: the
+aligner's word TSV (:func:`corpus.timings.read_word_tsv`: ``word<TAB>start<TAB>end``, empty cells for a word
+without a time; any other extension reads as TSV), a NIST/Kaldi CTM (``utterance channel start duration word
+[confidence]``; of several utterances, the one named as the transcript, :func:`ctm_source`) or a recogniser's
+JSON word list (:func:`corpus.timings.read_word_json`); :class:`TimingsSource` says which, and
+:func:`read_timings` reads it. ``punctuate --audio talk.wav`` makes them with the aligner. Either way the rows
+must be the transcript's words in order, in one of two granularities, which may mix:
 
 * one row per **user word** (the transcript split at whitespace, as :mod:`corpus.user_text` splits it): the row
   matches when it reads as the same benchmark tokens (``It's,`` and ``it's`` both read ``it 's``), as an ASR
@@ -31,12 +35,25 @@ from pathlib import Path
 import numpy as np
 
 from corpus.text import tokenize_for_inference
-from corpus.timings import WORD_TSV_HEADER, TimingsFormatError, WordTiming, read_word_tsv
+from corpus.timings import (
+    WORD_TSV_HEADER,
+    CtmUtterance,
+    TimingsFormatError,
+    WordTiming,
+    index_ctm,
+    read_ctm_utterance,
+    read_word_json,
+    read_word_tsv,
+)
 from corpus.user_text import UserText
 from embeddings.timing_features import token_raw, word_cues
 
-__all__ = ["TimingRows", "TimingsFormatError", "TimingsMismatchError", "match_timings", "read_timing_rows",
-           "timing_raw", "user_text_cues"]
+__all__ = ["TIMINGS_FORMATS", "TimingRows", "TimingsFormatError", "TimingsMismatchError", "TimingsSource",
+           "ctm_source", "match_timings", "read_timing_rows", "read_timings", "timing_raw", "timings_format",
+           "user_text_cues"]
+
+#: The formats of word timings ``punctuate`` reads, and the file extension that tells each.
+TIMINGS_FORMATS = {"tsv": ".tsv", "ctm": ".ctm", "json": ".json"}
 
 
 class TimingsMismatchError(ValueError):
@@ -46,26 +63,102 @@ class TimingsMismatchError(ValueError):
 @dataclass(frozen=True)
 class TimingRows:
     """Word timings in transcript order, where they come from (``source``: a file or an audio file) and the
-    1-based line of each row in that file (None when they do not come from a file)."""
+    1-based line of each row in that file (None when they do not come from a file), or for a JSON file the
+    entry of each (``segments[0].words[3]``)."""
 
     timings: tuple[WordTiming, ...]
     source: str
     lines: tuple[int, ...] | None = None
+    entries: tuple[str, ...] | None = None
 
     def where(self, index: int) -> str:
+        if self.entries is not None:
+            return f"{self.source}: {self.entries[index]}"
         if self.lines is None:
             return f"{self.source} (word {index + 1} of its alignment)"
         return f"{self.source}:{self.lines[index]}"
+
+
+@dataclass(frozen=True)
+class TimingsSource:
+    """Where one transcript's word timings are: a file, its format (:data:`TIMINGS_FORMATS`) and, in a CTM, the
+    utterance (where its lines are)."""
+
+    path: str
+    format: str
+    utterance: CtmUtterance | None = None
+
+    def read_bytes(self) -> bytes:
+        """The bytes the timings are read from (a CTM utterance's lines only): what a resumed run compares."""
+        if self.utterance is None:
+            return Path(self.path).read_bytes()
+        with open(self.path, "rb") as handle:
+            handle.seek(self.utterance.start)
+            return handle.read(self.utterance.end - self.utterance.start)
+
+    def describe(self) -> str:
+        return self.path if self.utterance is None else f"{self.path} (utterance {self.utterance.utterance})"
+
+
+def timings_format(path: str | os.PathLike, forced: str | None = None) -> str:
+    """The format of a timings file: ``forced`` when given, else told by its extension (TSV for any other)."""
+    if forced is not None:
+        if forced not in TIMINGS_FORMATS:
+            raise ValueError(f"unknown timings format {forced!r}; known: {', '.join(TIMINGS_FORMATS)}")
+        return forced
+    suffix = Path(path).suffix.lower()
+    return next((name for name, extension in TIMINGS_FORMATS.items() if extension == suffix), "tsv")
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise TimingsFormatError(f"{path}: no such file")
+    if not path.is_file():
+        raise TimingsFormatError(f"{path}: not a regular file")
+
+
+def ctm_source(path: str | os.PathLike, name: str | None) -> TimingsSource:
+    """The utterance of a CTM file that holds a transcript's words: the one named ``name`` (the transcript's
+    file name without its extension), else the file's only one; :class:`TimingsFormatError` otherwise."""
+    path = Path(path)
+    _check_file(path)
+    utterances, problems = index_ctm(path)
+    if name is not None and name in problems:
+        raise TimingsFormatError(problems[name])
+    if name is not None and name in utterances:
+        return TimingsSource(str(path), "ctm", utterances[name])
+    if len(utterances) == 1 and not problems:
+        return TimingsSource(str(path), "ctm", next(iter(utterances.values())))
+    held = sorted([*utterances, *problems])
+    shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+    raise TimingsFormatError(f"{path}: holds {len(held)} utterances ({shown or 'none'}), none named "
+                             f"{name!r} as the transcript is" if name else
+                             f"{path}: holds {len(held)} utterances ({shown or 'none'}); which is the transcript's?")
+
+
+def read_timings(source: TimingsSource, data: bytes | None = None) -> TimingRows:
+    """The timing rows of ``source`` in any format (errors name the file and line or entry); ``data``: its bytes
+    (:meth:`TimingsSource.read_bytes`) when the caller has read them already."""
+    path = Path(source.path)
+    if source.format == "ctm":
+        if source.utterance is None:
+            source = ctm_source(path, None)
+        else:
+            _check_file(path)
+        timings, lines = read_ctm_utterance(path, source.utterance, data)
+        return TimingRows(tuple(timings), str(path), tuple(lines))
+    if source.format == "json":
+        _check_file(path)
+        timings, entries = read_word_json(path)
+        return TimingRows(tuple(timings), str(path), entries=tuple(entries))
+    return read_timing_rows(path)
 
 
 def read_timing_rows(path: str | os.PathLike) -> TimingRows:
     """Read a word TSV (:func:`corpus.timings.read_word_tsv`, whose errors name the file and line), keeping the
     line number of every row."""
     path = Path(path)
-    if not path.exists():
-        raise TimingsFormatError(f"{path}: no such file")
-    if not path.is_file():
-        raise TimingsFormatError(f"{path}: not a regular file")
+    _check_file(path)
     timings = read_word_tsv(path)
     lines = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):

@@ -3,6 +3,10 @@
 At inference, windows overlap (``stride`` < ``window``) and each token takes its label from the window in
 which it sits most centrally, so every token gets context on both sides and no mark is lost at a window
 edge, whatever the length of the input.
+
+Several streams (the transcripts of a corpus, :func:`predict_streams`) share batches: their windows are taken
+in order, stream after stream, so that short texts fill batches as one long text does; one stream alone gives
+exactly the batches of :func:`predict_stream`. A window never spans two streams.
 """
 
 from __future__ import annotations
@@ -126,3 +130,72 @@ def predict_windows(
                  (progress(batches) if progress else batches)]
     window_predictions = torch.cat(predicted).cpu().numpy().astype(np.int64, copy=False)
     return window_predictions[owner, offset]
+
+
+def _to_host(predicted: torch.Tensor) -> np.ndarray:
+    array = predicted.cpu().numpy()
+    return array if np.issubdtype(array.dtype, np.floating) else array.astype(np.int64, copy=False)
+
+
+def predict_streams(
+    predict: Callable[[dict[str, torch.Tensor]], torch.Tensor | tuple[torch.Tensor, ...]],
+    streams: Sequence[tuple[np.ndarray, np.ndarray, Sequence[str] | None]],
+    *,
+    window: int,
+    stride: int,
+    batch_size: int = 64,
+    progress: Callable | None = None,
+) -> list:
+    """Per stream ``(vectors, ids, words)``, the prediction of each token (:func:`predict_stream` for each, the
+    windows of all of them sharing batches, in order).
+
+    ``predict`` maps a batch to (B, T) label ids, or to a tuple of (B, T, ...) tensors (label ids and label
+    probabilities); each stream's result is then a tuple of arrays too. ``words`` (None: the batch carries no
+    words) are for models that tokenise text themselves. Every stream holds at least one token.
+    """
+    if any(len(ids) == 0 for _, ids, _ in streams):
+        raise ValueError("predict_streams: an empty stream (leave it out: it has nothing to label)")
+    rows: list[tuple[int, int]] = []  # (stream, start) of every window, stream after stream
+    plans = []
+    for index, (_, ids, _) in enumerate(streams):
+        starts = window_starts(len(ids), window, stride)
+        plans.append((len(rows), starts))
+        rows.extend((index, start) for start in starts)
+    reads_words = any(words is not None for _, _, words in streams)
+
+    def batch_of(chunk: list[tuple[int, int]]) -> dict:
+        dim = streams[chunk[0][0]][0].shape[1]
+        vectors = np.zeros((len(chunk), window, dim), dtype=np.float32)
+        ids = np.zeros((len(chunk), window), dtype=np.int64)
+        mask = np.zeros((len(chunk), window), dtype=bool)
+        words = []
+        for row, (index, start) in enumerate(chunk):
+            stream_vectors, stream_ids, stream_words = streams[index]
+            end = min(start + window, len(stream_ids))
+            vectors[row, :end - start] = stream_vectors[start:end]
+            ids[row, :end - start] = stream_ids[start:end]
+            mask[row, :end - start] = True
+            if reads_words:
+                words.append(list(stream_words[start:end]))
+        batch = {"vectors": torch.from_numpy(vectors), "ids": torch.from_numpy(ids), "mask": torch.from_numpy(mask)}
+        if reads_words:
+            batch["words"] = words
+        return batch
+
+    batches = range(0, len(rows), batch_size)
+    predicted = [predict(batch_of(rows[first:first + batch_size])) for first in
+                 (progress(batches) if progress else batches)]
+    if not predicted:
+        return []
+    # to the host at once, at the end: no wait for the device per batch
+    if isinstance(predicted[0], tuple):
+        joined = tuple(_to_host(torch.cat([part[k] for part in predicted])) for k in range(len(predicted[0])))
+    else:
+        joined = _to_host(torch.cat(predicted))
+    results = []
+    for (first, starts), (_, ids, _) in zip(plans, streams):
+        owner, offset = owner_of_each_token(len(ids), window, starts)
+        owner += first
+        results.append(tuple(part[owner, offset] for part in joined) if isinstance(joined, tuple)
+                       else joined[owner, offset])
+    return results

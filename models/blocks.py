@@ -26,15 +26,27 @@ def sinusoidal_positions(length: int, dim: int, *, device: torch.device | None =
 
 
 class PositionalEncoding(nn.Module):
-    """Adds sinusoidal positions (offset by ``start`` for incremental decoding), then dropout."""
+    """Adds positions (offset by ``start`` for incremental decoding), then dropout.
 
-    def __init__(self, dim: int, dropout: float):
+    ``learned=0``: the fixed sinusoids of Vaswani et al.; ``learned=N``: a trained table of N positions (N(0, 1)
+    at the start, like a word embedding), as in the most used public TensorFlow Transformer of 2017
+    (Kyubyong/transformer, ``sinusoid=False``). A learned table cannot go beyond N: decoding windows must fit.
+    """
+
+    def __init__(self, dim: int, dropout: float, learned: int = 0):
         super().__init__()
         self.dim = dim
         self.dropout = nn.Dropout(dropout)
+        self.table = nn.Embedding(learned, dim) if learned > 0 else None
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
-        table = sinusoidal_positions(start + x.size(1), self.dim, device=x.device)[start:]
+        if self.table is None:
+            table = sinusoidal_positions(start + x.size(1), self.dim, device=x.device)[start:]
+        else:
+            if start + x.size(1) > self.table.num_embeddings:
+                raise ValueError(f"{start + x.size(1)} positions, but the learned position table has "
+                                 f"{self.table.num_embeddings}: decode with windows of at most that many tokens")
+            table = self.table.weight[start:start + x.size(1)]
         return self.dropout(x + table.unsqueeze(0))
 
 
@@ -173,15 +185,31 @@ class FeedForward(nn.Module):
         return self.net(x)
 
 
-class _Sublayer(nn.Module):
-    """Residual connection + dropout + LayerNorm around one sublayer (post-norm, as in the original Transformer)."""
+NORMS = ("post", "pre")
 
-    def __init__(self, dim: int, dropout: float, norm_eps: float = 1e-5):
+
+class _Sublayer(nn.Module):
+    """Residual connection + dropout + LayerNorm around one sublayer.
+
+    ``norm="post"``: ``LayerNorm(x + sublayer(x))``, as in the original Transformer (and BERT); ``"pre"``:
+    ``x + sublayer(LayerNorm(x))`` (Xiong et al. 2020: trains without a long warm-up). A layer calls
+    :meth:`inputs` for what its sublayer reads and :meth:`forward` to add the update back.
+    """
+
+    def __init__(self, dim: int, dropout: float, norm_eps: float = 1e-5, norm: str = "post"):
         super().__init__()
+        if norm not in NORMS:
+            raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {norm!r}")
+        self.pre = norm == "pre"
         self.norm = nn.LayerNorm(dim, eps=norm_eps)
         self.dropout = nn.Dropout(dropout)
 
+    def inputs(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x) if self.pre else x
+
     def forward(self, x: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+        if self.pre:
+            return x + self.dropout(update)
         return self.norm(x + self.dropout(update))
 
 
@@ -193,39 +221,42 @@ class TransformerEncoderLayer(nn.Module):
     """
 
     def __init__(self, dim: int, heads: int, ffn: int, dropout: float, *, interaction: bool = False,
-                 causal: bool = False, activation: str = "relu", norm_eps: float = 1e-5):
+                 causal: bool = False, activation: str = "relu", norm_eps: float = 1e-5, norm: str = "post"):
         super().__init__()
         self.causal = causal
         self.attention = MultiHeadAttention(dim, heads, dropout, interaction=interaction)
         self.feed_forward = FeedForward(dim, ffn, dropout, activation)
-        self.after_attention = _Sublayer(dim, dropout, norm_eps)
-        self.after_feed_forward = _Sublayer(dim, dropout, norm_eps)
+        self.after_attention = _Sublayer(dim, dropout, norm_eps, norm)
+        self.after_feed_forward = _Sublayer(dim, dropout, norm_eps, norm)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor,
                 position_bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         attention_mask = causal_mask(x.size(1), device=x.device) if self.causal else None
-        attended, weights = self.attention(x, x, key_mask=mask, attention_mask=attention_mask,
+        read = self.after_attention.inputs(x)
+        attended, weights = self.attention(read, read, key_mask=mask, attention_mask=attention_mask,
                                            position_bias=position_bias)
         x = self.after_attention(x, attended)
-        return self.after_feed_forward(x, self.feed_forward(x)), weights
+        return self.after_feed_forward(x, self.feed_forward(self.after_feed_forward.inputs(x))), weights
 
 
 class TransformerEncoder(nn.Module):
     """A stack of :class:`TransformerEncoderLayer`; returns the last layer and every layer's attention.
 
-    ``relative_window > 0`` adds one :class:`RelativePositionBias` shared by the stack's layers.
+    ``relative_window > 0`` adds one :class:`RelativePositionBias` shared by the stack's layers. A pre-norm
+    stack (``norm="pre"``) ends with a LayerNorm of its own, as its layers leave their sum unnormalised.
     """
 
     def __init__(self, layers: int, dim: int, heads: int, ffn: int, dropout: float, *,
                  interaction: bool = False, causal: bool = False, activation: str = "relu",
-                 norm_eps: float = 1e-5, relative_window: int = 0):
+                 norm_eps: float = 1e-5, relative_window: int = 0, norm: str = "post"):
         super().__init__()
         self.relative_bias = RelativePositionBias(heads, relative_window) if relative_window > 0 else None
         self.layers = nn.ModuleList(
             TransformerEncoderLayer(dim, heads, ffn, dropout, interaction=interaction, causal=causal,
-                                    activation=activation, norm_eps=norm_eps)
+                                    activation=activation, norm_eps=norm_eps, norm=norm)
             for _ in range(layers)
         )
+        self.final_norm = nn.LayerNorm(dim, eps=norm_eps) if norm == "pre" else None
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         attention_maps = []
@@ -233,7 +264,7 @@ class TransformerEncoder(nn.Module):
         for layer in self.layers:
             x, weights = layer(x, mask, bias)
             attention_maps.append(weights)
-        return x, attention_maps
+        return (x if self.final_norm is None else self.final_norm(x)), attention_maps
 
 
 class TransformerDecoderLayer(nn.Module):
@@ -243,26 +274,28 @@ class TransformerDecoderLayer(nn.Module):
     the whole prefix.
     """
 
-    def __init__(self, dim: int, heads: int, ffn: int, dropout: float):
+    def __init__(self, dim: int, heads: int, ffn: int, dropout: float, norm: str = "post"):
         super().__init__()
         self.self_attention = MultiHeadAttention(dim, heads, dropout)
         self.cross_attention = MultiHeadAttention(dim, heads, dropout)
         self.feed_forward = FeedForward(dim, ffn, dropout)
-        self.after_self_attention = _Sublayer(dim, dropout)
-        self.after_cross_attention = _Sublayer(dim, dropout)
-        self.after_feed_forward = _Sublayer(dim, dropout)
+        self.after_self_attention = _Sublayer(dim, dropout, norm=norm)
+        self.after_cross_attention = _Sublayer(dim, dropout, norm=norm)
+        self.after_feed_forward = _Sublayer(dim, dropout, norm=norm)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
                 cache: dict | None = None) -> torch.Tensor:
+        read = self.after_self_attention.inputs(x)
         if cache is None:
-            attended, _ = self.self_attention(x, x, attention_mask=causal_mask(x.size(1), device=x.device))
+            attended, _ = self.self_attention(read, read, attention_mask=causal_mask(x.size(1), device=x.device))
         else:  # x holds only the newest position; earlier ones live in the cache
-            attended, _ = self.self_attention(x, x, cache=cache.setdefault("self", {}))
+            attended, _ = self.self_attention(read, read, cache=cache.setdefault("self", {}))
         x = self.after_self_attention(x, attended)
         cross_cache = None if cache is None else cache.setdefault("cross", {})
-        attended, _ = self.cross_attention(x, memory, key_mask=memory_mask, cache=cross_cache, static_kv=True)
+        attended, _ = self.cross_attention(self.after_cross_attention.inputs(x), memory, key_mask=memory_mask,
+                                           cache=cross_cache, static_kv=True)
         x = self.after_cross_attention(x, attended)
-        return self.after_feed_forward(x, self.feed_forward(x))
+        return self.after_feed_forward(x, self.feed_forward(self.after_feed_forward.inputs(x)))
 
 
 class InputLayer(nn.Module):
@@ -300,5 +333,14 @@ class TokenClassifier(nn.Module):
 
 def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor,
                          label_smoothing: float = 0.0) -> torch.Tensor:
-    """Mean token-level cross-entropy over real (unmasked) tokens."""
-    return F.cross_entropy(logits[mask], labels[mask], label_smoothing=label_smoothing)
+    """Mean token-level cross-entropy over real (unmasked) tokens: ``sum(loss * mask) / mask.sum()``.
+
+    Weighted rather than selected (``logits[mask]``): boolean-mask indexing has a data-dependent shape, so on
+    CUDA it waits for the device to count the mask on every call; this keeps every shape fixed and the whole
+    loss on the device. Padded positions read logits 0 and label 0 with weight 0, so whatever a model leaves
+    there (even NaN) reaches neither the loss nor the gradients; a batch without a real token has loss 0."""
+    real = mask.reshape(-1)
+    logits = torch.where(real[:, None], logits.reshape(-1, logits.size(-1)), 0.0)
+    per_token = F.cross_entropy(logits, torch.where(real, labels.reshape(-1), 0), reduction="none",
+                                label_smoothing=label_smoothing)
+    return torch.where(real, per_token, 0.0).sum() / real.sum().clamp(min=1).to(per_token.dtype)

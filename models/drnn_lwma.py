@@ -47,7 +47,7 @@ import torch
 from torch import nn
 
 from models.blocks import InputLayer, MultiHeadAttention, TokenClassifier
-from models.encoders import RecurrentEncoder, StackedBiGRU
+from models.encoders import ALL_REAL, RecurrentEncoder, StackedBiGRU
 from models.registry import PunctuationModel, register_model
 
 
@@ -78,9 +78,9 @@ class DRNNLWMA(PunctuationModel):
                                           dropout)
 
     def _run(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        mask = batch["mask"]
-        outputs = self.encoder(self.dropout(self.input(batch)), mask)
-        query = self.query_rnn(self.dropout(outputs[-1]), mask)
+        mask, all_real = batch["mask"], batch.get(ALL_REAL, False)
+        outputs = self.encoder(self.dropout(self.input(batch)), mask, all_real)
+        query = self.query_rnn(self.dropout(outputs[-1]), mask, all_real)
         features, maps = [query], {}
         for index, projection, attention in zip(self.attended_layers, self.key_projections, self.attentions):
             context, weights = attention(query, projection(outputs[index]), key_mask=mask)

@@ -35,10 +35,12 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from models.blocks import TokenClassifier
-from models.encoders import RecurrentEncoder
+from models.encoders import ALL_REAL, RecurrentEncoder
 from models.pretrained import (
+    INTERACTION_ATTENTION,
     LABEL_SUBWORDS,
     SubwordBatch,
     gather_words,
@@ -61,14 +63,78 @@ HEADS = ("linear", "blstm")
 WEIGHTS_FILE = "model.pt"
 
 
+def encoder_attention_mask(encoder, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The attention mask to call a ``transformers`` ``encoder`` with, given the subwords' (N, S) bool mask.
+
+    transformers turns a 2-D mask into the attention's 4-D one itself, and first asks whether it has any padding
+    at all (to skip the mask): a read of the mask on the host, which on a GPU waits for the device at every call.
+    A 4-D mask is used as it is, so it is made here, with the values transformers would make: a boolean
+    (N, 1, 1, S) for ``sdpa``, 0 or the dtype's minimum added to the scores for ``eager`` and FF2's interaction
+    attention (on the CPU the outputs and gradients are the same to the bit, tests/test_models_encoder_tagger.py).
+    Other attention implementations get the 2-D mask, as before."""
+    implementation = getattr(encoder.config, "_attn_implementation", None)
+    keep = attention_mask[:, None, None, :]
+    if implementation == "sdpa":
+        return keep
+    if implementation in ("eager", INTERACTION_ATTENTION):
+        dtype = encoder.get_input_embeddings().weight.dtype
+        return torch.where(keep, 0.0, torch.finfo(dtype).min).to(dtype)
+    return attention_mask.long()
+
+
+def place_word_rows(values: torch.Tensor, word_mask: torch.Tensor, spans: list[tuple[int, int, int]],
+                    batch_size: int, length: int) -> torch.Tensor:
+    """:func:`models.pretrained.place_words` (per-word values of the subword rows (N, W, ...) into the batch's
+    rows (B, T, ...), zeros on padding) without index lists where every row is one subword row, as it is unless a
+    row overflows ``max_subwords``: indexing a GPU tensor with Python lists copies the indices to the device
+    and waits for the copy. The same values and gradients."""
+    if len(spans) != batch_size:  # a row was cut into several spans (split_long_rows): put them back by index
+        return place_words(values, spans, batch_size, length)
+    kept = torch.where(word_mask.reshape(*word_mask.shape, *([1] * (values.dim() - 2))), values, 0.0)
+    return F.pad(kept, [0, 0] * (values.dim() - 2) + [0, length - values.size(1)])
+
+
 class PretrainedEncoderModel(PunctuationModel):
     """What every model over a pretrained encoder shares: its files in the model directory (the encoder's
     configuration and tokenizer, :data:`ENCODER_FILES`) and the rebuild from them without the checkpoint's
-    weights. A subclass keeps the encoder's configuration in ``self.encoder_config`` and its tokenizer in
-    ``self.tokenizer``."""
+    weights; the words' subwords, and the batch's check. A subclass keeps the encoder's configuration in
+    ``self.encoder_config`` and its tokenizer in ``self.tokenizer``."""
 
     reads_words = True
     training_only_settings = ("freeze_layers", "dropout")
+
+    def word_pieces(self, words: list[list[str]]) -> list[list[list[int]]]:
+        """:func:`models.pretrained.word_pieces` of ``words`` from a cache of each distinct word's subword ids.
+
+        The tokenizer reads the words as given, one by one (``is_split_into_words``), so a word has the same
+        subwords wherever it stands: each distinct word is tokenised once in the model's life instead of at every
+        step, and a step's host work is a dictionary lookup per word. The lists are shared: read them only."""
+        cache: dict[str, list[int]] | None = getattr(self, "_word_piece_cache", None)
+        if cache is None:
+            cache = self._word_piece_cache = {}
+        new = sorted({word for row in words for word in row if word not in cache})
+        if new:
+            for word, pieces in zip(new, word_pieces(self.tokenizer, [[word] for word in new])):
+                cache[word] = pieces[0]
+        return [[cache[word] for word in row] for row in words]
+
+    @staticmethod
+    def check_words(words: list[list[str]], mask: torch.Tensor) -> None:
+        """Each row of ``words`` holds exactly the real tokens of its row of ``mask``. Checked on the CPU; on a
+        GPU the counts would have to come back from the device at every step, so there only that no row has more
+        words than the mask has positions (the batch builders cut both from the same spans)."""
+        counts = [len(row) for row in words]
+        if mask.device.type == "cpu":
+            wrong = mask.sum(dim=1).tolist() != counts
+        else:
+            wrong = len(words) != mask.size(0) or max(counts, default=0) > mask.size(1)
+        if wrong:
+            raise ValueError("batch['words'] does not match batch['mask']: each row must hold exactly its real words")
+
+    def subwords_on_device(self, subwords: SubwordBatch) -> SubwordBatch:
+        """The host-built subword tensors on the model's device, copied without waiting for the device."""
+        device = self.classifier.linear.weight.device
+        return SubwordBatch(*(t.to(device, non_blocking=True) for t in subwords))
 
     def save_files(self, model_dir: Path) -> None:
         save_encoder_files(self.encoder_config, self.tokenizer, Path(model_dir) / ENCODER_FILES)
@@ -203,27 +269,26 @@ class EncoderTagger(PretrainedEncoderModel):
         return self
 
     def _subwords(self, words: list[list[str]]) -> tuple[SubwordBatch, list[tuple[int, int, int]]]:
-        pieces = word_pieces(self.tokenizer, words)
+        pieces = self.word_pieces(words)
         spans = split_long_rows(pieces, self.max_subwords)
         subwords = pack_pieces(self.tokenizer, [pieces[r][s:e] for r, s, e in spans], self.max_subwords,
                                self.label_subword)
-        device = self.classifier.linear.weight.device
-        return SubwordBatch(*(t.to(device) for t in subwords)), spans
+        return self.subwords_on_device(subwords), spans
 
     def forward(self, batch: dict) -> torch.Tensor:
         words = batch.get("words")
         if words is None:
             raise KeyError("encoder_tagger reads the batch's 'words' (make_batch(..., words=...))")
         mask = batch["mask"]
-        if mask.sum(dim=1).tolist() != [len(row) for row in words]:
-            raise ValueError("batch['words'] does not match batch['mask']: each row must hold exactly its real words")
+        self.check_words(words, mask)
         subwords, spans = self._subwords(words)
         mix = self.layer_weights is not None
         with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen):
             if self.traced:  # a tensor: the last layer's states, or every layer's stacked
                 last = layers = self.encoder(subwords.input_ids, subwords.attention_mask.long())
             else:
-                output = self.encoder(input_ids=subwords.input_ids, attention_mask=subwords.attention_mask.long(),
+                output = self.encoder(input_ids=subwords.input_ids,
+                                      attention_mask=encoder_attention_mask(self.encoder, subwords.attention_mask),
                                       output_hidden_states=mix)
                 last, layers = output.last_hidden_state, output.hidden_states
         if not mix:
@@ -231,10 +296,10 @@ class EncoderTagger(PretrainedEncoderModel):
         else:
             weights = torch.softmax(self.layer_weights, dim=0)
             states = sum(weight * layer for weight, layer in zip(weights, layers))
-        word_states = place_words(gather_words(states, subwords.label_subword_index), spans, len(words),
-                                  mask.size(1))
+        word_states = place_word_rows(gather_words(states, subwords.label_subword_index), subwords.word_mask, spans,
+                                      len(words), mask.size(1))
         if self.vector_input is not None:
             word_states = word_states + self.vector_input(batch["vectors"].to(word_states.device))
         if self.head is not None:
-            word_states = self.head(word_states, mask.to(word_states.device))
+            word_states = self.head(word_states, mask.to(word_states.device), batch.get(ALL_REAL, False))
         return self.classifier(word_states)

@@ -4,7 +4,10 @@ Every encoder takes ``x`` and ``mask`` (B, T) bool, True on real tokens (padding
 and guarantees that padding never leaks into real positions:
 
 * recurrent encoders run on packed sequences, so a row's recurrence stops at its last real token and the
-  backward direction starts there; outputs at padded positions are zero;
+  backward direction starts there; outputs at padded positions are zero. A batch without padding
+  (``all_real``: the batch's :data:`ALL_REAL` entry, which the batch builder sets from what it knows on the host)
+  runs unpacked, which computes the same: packing needs the rows' lengths on the host, and reading them from
+  a mask on a GPU makes the host wait for the device at every step;
 * 1-D convolutions zero the padded positions of their input before every convolution, and the
   'same' zero padding of the convolution then sees exactly what a shorter, unpadded batch would see;
 * :class:`MaskedBatchNorm1d` computes its batch statistics over real positions only, so even in training
@@ -21,6 +24,7 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 __all__ = [
+    "ALL_REAL",
     "ConvBlock1d",
     "MaskedBatchNorm1d",
     "MaskedConv1d",
@@ -32,12 +36,22 @@ __all__ = [
 
 RNN_CELLS = {"lstm": nn.LSTM, "gru": nn.GRU}
 
+#: Batch entry (a Python bool, not a tensor): True when every position of the batch is a real token, i.e. its mask
+#: is all True. Set by whoever cuts the batch from what it knows on the host (training.dev_eval.cut_batch); absent
+#: means "not known", never "has padding".
+ALL_REAL = "all_real"
 
-def run_packed(rnn: nn.RNNBase, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+
+def run_packed(rnn: nn.RNNBase, x: torch.Tensor, mask: torch.Tensor, all_real: bool = False) -> torch.Tensor:
     """Run a batch-first ``rnn`` over the real tokens of each row only; padded outputs are zero.
 
     Rows without any real token are given length 1 (packing refuses 0); their output is masked to zero.
+    ``all_real`` (known on the host: no row has padding) runs the rnn unpacked, which gives the same outputs
+    without reading the lengths off ``mask`` (a wait for the device on a GPU); only the dropout a multi-layer
+    ``rnn`` applies between its own layers draws another mask (over another layout) than the packed run.
     """
+    if all_real:  # contiguous like the packed path's output, so that a dropout after it draws the same mask
+        return rnn(x)[0].contiguous()
     lengths = mask.sum(dim=1).clamp(min=1).cpu()
     packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
     output, _ = rnn(packed)
@@ -63,8 +77,8 @@ class RecurrentEncoder(nn.Module):
                                    bidirectional=bidirectional, dropout=dropout if layers > 1 else 0.0)
         self.output_dim = hidden * (2 if bidirectional else 1)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return run_packed(self.rnn, x, mask)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, all_real: bool = False) -> torch.Tensor:
+        return run_packed(self.rnn, x, mask, all_real)
 
 
 class StackedBiGRU(nn.Module):
@@ -85,10 +99,10 @@ class StackedBiGRU(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.output_dim = 2 * hidden
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, all_real: bool = False) -> list[torch.Tensor]:
         outputs = []
         for i, layer in enumerate(self.layers):
-            x = run_packed(layer, x if i == 0 else self.dropout(x), mask)
+            x = run_packed(layer, x if i == 0 else self.dropout(x), mask, all_real)
             outputs.append(x)
         return outputs
 
@@ -121,17 +135,30 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         mean = (x * keep).sum(dim=(0, 2)) / denominator
         centred = (x - mean[None, :, None]) * keep
         variance = (centred ** 2).sum(dim=(0, 2)) / denominator
-        if self.training and self.track_running_stats and count > 1:
-            with torch.no_grad():
-                self.num_batches_tracked += 1
-                factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
-                unbiased = variance * (count / (count - 1))
-                self.running_mean.mul_(1 - factor).add_(factor * mean)
-                self.running_var.mul_(1 - factor).add_(factor * unbiased)
+        if self.training and self.track_running_stats:
+            self._update_running_stats(count, mean, variance)
         y = centred * torch.rsqrt(variance + self.eps)[None, :, None]
         if self.affine:
             y = y * self.weight[None, :, None] + self.bias[None, :, None]
         return y * keep
+
+    @torch.no_grad()
+    def _update_running_stats(self, count: torch.Tensor, mean: torch.Tensor, variance: torch.Tensor) -> None:
+        """The running statistics after this batch; unchanged when it has fewer than two real positions.
+
+        Decided on the device (``torch.where``), not by reading ``count`` on the host, which on a GPU would wait
+        for the device in every training step; the update itself is the same float operations as before."""
+        update = count > 1
+        self.num_batches_tracked.add_(update.to(self.num_batches_tracked.dtype))
+        if self.momentum is None:  # cumulative average: 1 / batches so far
+            factor: float | torch.Tensor = 1.0 / self.num_batches_tracked.clamp(min=1).to(mean.dtype)
+        else:
+            factor = self.momentum
+        unbiased = variance * (count / (count - 1))  # inf/NaN where count <= 1: not used then
+        self.running_mean.copy_(torch.where(update, self.running_mean * (1 - factor) + factor * mean,
+                                            self.running_mean))
+        self.running_var.copy_(torch.where(update, self.running_var * (1 - factor) + factor * unbiased,
+                                           self.running_var))
 
 
 class MaskedConv1d(nn.Conv1d):

@@ -38,7 +38,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from models.blocks import PositionalEncoding, TokenClassifier, TransformerEncoder, masked_cross_entropy
-from models.encoder_tagger import PretrainedEncoderModel
+from models.encoder_tagger import PretrainedEncoderModel, encoder_attention_mask, place_word_rows
 from models.pretrained import (
     SubwordBatch,
     add_interaction,
@@ -46,9 +46,7 @@ from models.pretrained import (
     load_encoder,
     max_positions,
     pack_pieces,
-    place_words,
     split_long_rows,
-    word_pieces,
 )
 from models.registry import register_model
 
@@ -115,17 +113,12 @@ class TwoStreamPunctuator(PretrainedEncoderModel):
             raise KeyError(f"{type(self).__name__} reads the batch's 'words' (make_batch(..., words=...))")
         length = max((len(row) for row in words), default=0)
         if "mask" in batch:
-            counts = batch["mask"].sum(dim=1).tolist()
-            if counts != [len(row) for row in words]:
-                raise ValueError("batch['words'] does not match batch['mask']: each row must hold exactly its "
-                                 "real words")
+            self.check_words(words, batch["mask"])
             length = batch["mask"].size(1)
-        pieces = word_pieces(self.tokenizer, words)
+        pieces = self.word_pieces(words)
         spans = split_long_rows(pieces, self.max_subwords)
         subwords = pack_pieces(self.tokenizer, [pieces[r][s:e] for r, s, e in spans], self.max_subwords)
-        device = self.classifier.linear.weight.device
-        subwords = SubwordBatch(*(t.to(device) for t in subwords))
-        return _Prepared(subwords, spans, len(words), length)
+        return _Prepared(self.subwords_on_device(subwords), spans, len(words), length)
 
     # -- streams ------------------------------------------------------------------------------------------
 
@@ -140,9 +133,10 @@ class TwoStreamPunctuator(PretrainedEncoderModel):
         """Per-word logits (N, T_words, labels) of each subword row, and every attention map."""
         states, maps = [], {}
         if self.pretrained_stream is not None:
-            output = self.pretrained_stream(input_ids=subwords.input_ids,
-                                            attention_mask=subwords.attention_mask.long(),
-                                            output_attentions=maps_wanted)
+            output = self.pretrained_stream(
+                input_ids=subwords.input_ids,
+                attention_mask=encoder_attention_mask(self.pretrained_stream, subwords.attention_mask),
+                output_attentions=maps_wanted)
             states.append(output.last_hidden_state)
             if maps_wanted and output.attentions:
                 maps["pretrained"] = list(output.attentions)
@@ -153,15 +147,15 @@ class TwoStreamPunctuator(PretrainedEncoderModel):
         return self.classifier(gather_words(fused, subwords.label_subword_index)), maps
 
     @staticmethod
-    def _place(logits: torch.Tensor, spans: list[tuple[int, int, int]], batch_size: int, length: int
-               ) -> torch.Tensor:
+    def _place(logits: torch.Tensor, prepared: _Prepared) -> torch.Tensor:
         """Word logits of the span rows (N, T_words, L) put back into the batch's rows (B, T, L); zeros on padding."""
-        return place_words(logits, spans, batch_size, length)
+        return place_word_rows(logits, prepared.subwords.word_mask, prepared.spans, prepared.batch_size,
+                               prepared.length)
 
     def forward(self, batch: dict) -> torch.Tensor:
         prepared = self._prepare(batch)
         logits, _ = self._encode(prepared.subwords)
-        return self._place(logits, prepared.spans, prepared.batch_size, prepared.length)
+        return self._place(logits, prepared)
 
     @torch.no_grad()
     def attention_maps(self, batch: dict) -> dict:
@@ -175,19 +169,26 @@ class TwoStreamPunctuator(PretrainedEncoderModel):
 
     def rdrop_terms(self, batch: dict, label_smoothing: float = 0.0
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(loss, mean cross-entropy of two passes, symmetric KL)`` with ``loss = ce + rdrop_alpha * kl``."""
+        """``(loss, mean cross-entropy of two passes, symmetric KL)`` with ``loss = ce + rdrop_alpha * kl``.
+
+        Both terms are means over the real words, taken as weighted sums over every position (weight 0 on
+        padding) rather than over the selected real positions: the same values, without a boolean-mask selection
+        whose data-dependent size makes a GPU wait for the device at every step."""
         prepared = self._prepare(batch)
         doubled = SubwordBatch(*(torch.cat([t, t]) for t in prepared.subwords))
         logits, _ = self._encode(doubled)
         first, second = logits.chunk(2)
         mask, labels = batch["mask"].to(logits.device), batch["labels"].to(logits.device)
-        first = self._place(first, prepared.spans, prepared.batch_size, prepared.length)[mask]
-        second = self._place(second, prepared.spans, prepared.batch_size, prepared.length)[mask]
-        ce = 0.5 * (F.cross_entropy(first, labels[mask], label_smoothing=label_smoothing)
-                    + F.cross_entropy(second, labels[mask], label_smoothing=label_smoothing))
-        log_p, log_q = F.log_softmax(first, dim=-1), F.log_softmax(second, dim=-1)
-        kl = 0.5 * (F.kl_div(log_p, log_q, reduction="batchmean", log_target=True)
-                    + F.kl_div(log_q, log_p, reduction="batchmean", log_target=True))
+        first, second = self._place(first, prepared), self._place(second, prepared)
+        ce = 0.5 * (masked_cross_entropy(first, labels, mask, label_smoothing)
+                    + masked_cross_entropy(second, labels, mask, label_smoothing))
+        real = mask.reshape(-1, 1)
+        log_p = torch.where(real, F.log_softmax(first.reshape(-1, first.size(-1)), dim=-1), 0.0)
+        log_q = torch.where(real, F.log_softmax(second.reshape(-1, second.size(-1)), dim=-1), 0.0)
+        # kl_div(a, b, log_target=True) summed over the labels is KL(b || a) per word; padded rows are 0 - 0
+        words = real.sum().clamp(min=1).to(log_p.dtype)
+        kl = 0.5 * (F.kl_div(log_p, log_q, reduction="sum", log_target=True)
+                    + F.kl_div(log_q, log_p, reduction="sum", log_target=True)) / words
         return ce + self.rdrop_alpha * kl, ce, kl
 
     def loss(self, batch: dict, label_smoothing: float = 0.0) -> torch.Tensor:

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from models.blocks import InputLayer, TokenClassifier
-from models.encoders import RecurrentEncoder
+from models.encoders import ALL_REAL, RecurrentEncoder
 from models.registry import PunctuationModel, register_model
 
 
@@ -33,7 +33,8 @@ class RecurrentPunctuator(PunctuationModel):
         self.classifier = TokenClassifier(self.encoder.output_dim, num_labels, dropout)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.classifier(self.encoder(self.dropout(self.input(batch)), batch["mask"]))
+        states = self.encoder(self.dropout(self.input(batch)), batch["mask"], batch.get(ALL_REAL, False))
+        return self.classifier(states)
 
 
 @register_model("lstm")

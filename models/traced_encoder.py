@@ -199,6 +199,9 @@ class WordTokenizer:
         for name in ("tokenizer_config.json", "special_tokens_map.json"):  # the second's tokens win, as in transformers
             if (directory / name).is_file():
                 settings.update(json.loads((directory / name).read_text(encoding="utf-8")))
+        if not (directory / "tokenizer.json").is_file():  # tokenizers would say only "No such file or directory"
+            raise FileNotFoundError(f"{directory / 'tokenizer.json'}: missing; the model directory's encoder files "
+                                    "are incomplete (copy the whole model directory)")
         backend = Tokenizer.from_file(str(directory / "tokenizer.json"))
         pre_tokenizer = backend.pre_tokenizer
         if "ByteLevel" in type(pre_tokenizer).__name__ and not pre_tokenizer.add_prefix_space:

@@ -14,6 +14,10 @@ scales its embeddings by sqrt(d_model) so that they are not drowned by the posit
 ``relative_window > 0`` gives the encoder's self-attention a learned bias per head and relative distance
 (up to that many tokens; :class:`models.blocks.RelativePositionBias`) on top of the sinusoidal positions;
 0 is the paper's encoder.
+``norm``: ``post`` (the paper's, after Vaswani et al.) or ``pre`` (LayerNorm before each sublayer, and once more
+after each stack). ``learned_positions > 0``: a trained table of that many positions for the encoder and the
+decoder instead of the sinusoids (Kyubyong/transformer's default); decoding windows must then fit in it.
+The three default to the paper's choices, which model directories saved before them were trained with.
 """
 
 from __future__ import annotations
@@ -35,21 +39,23 @@ from models.registry import PunctuationModel, register_model
 class SelfAttentionPunctuator(PunctuationModel):
     def __init__(self, *, num_labels: int, vector_dim: int, vocab_size: int, d_model: int, heads: int,
                  ffn: int, encoder_layers: int, decoder_layers: int, dropout: float, aligned_memory: bool,
-                 input_scale: float, relative_window: int = 0):
-        # relative_window defaults to 0 only so that model directories saved before it existed still load
+                 input_scale: float, relative_window: int = 0, norm: str = "post", learned_positions: int = 0):
+        # relative_window, norm and learned_positions have defaults only so that model directories saved before
+        # they existed still load
         super().__init__()
         self.num_labels = num_labels
         self.aligned_memory = aligned_memory
         self.start_label = num_labels  # an extra "label" id that starts every decoded sequence
         self.input = InputLayer(vector_dim, vocab_size, d_model)
-        self.encoder_positions = PositionalEncoding(d_model, dropout)
+        self.encoder_positions = PositionalEncoding(d_model, dropout, learned=learned_positions)
         self.encoder = TransformerEncoder(encoder_layers, d_model, heads, ffn, dropout,
-                                          relative_window=relative_window)
+                                          relative_window=relative_window, norm=norm)
         self.label_embedding = nn.Embedding(num_labels + 1, d_model)
-        self.decoder_positions = PositionalEncoding(d_model, dropout)
+        self.decoder_positions = PositionalEncoding(d_model, dropout, learned=learned_positions)
         self.decoder = nn.ModuleList(
-            TransformerDecoderLayer(d_model, heads, ffn, dropout) for _ in range(decoder_layers)
+            TransformerDecoderLayer(d_model, heads, ffn, dropout, norm=norm) for _ in range(decoder_layers)
         )
+        self.decoder_norm = nn.LayerNorm(d_model) if norm == "pre" else None
         self.classifier = TokenClassifier(d_model, num_labels, dropout=0.0)
         self.input_scale = input_scale
 
@@ -67,7 +73,7 @@ class SelfAttentionPunctuator(PunctuationModel):
         x = self.decoder_positions(x, start=start)
         for i, layer in enumerate(self.decoder):
             x = layer(x, memory, memory_mask, cache=None if caches is None else caches[i])
-        return self.classifier(x)
+        return self.classifier(x if self.decoder_norm is None else self.decoder_norm(x))
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         labels = batch["labels"]

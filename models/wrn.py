@@ -29,7 +29,14 @@ import torch
 from torch import nn
 
 from models.blocks import InputLayer, TokenClassifier
-from models.encoders import ConvBlock1d, MaskedBatchNorm1d, MaskedConv1d, RecurrentEncoder, WideResidualBlock1d
+from models.encoders import (
+    ALL_REAL,
+    ConvBlock1d,
+    MaskedBatchNorm1d,
+    MaskedConv1d,
+    RecurrentEncoder,
+    WideResidualBlock1d,
+)
 from models.registry import PunctuationModel, register_model
 
 
@@ -106,4 +113,5 @@ class WRNBLSTMPunctuator(PunctuationModel):
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         mask = batch["mask"]
-        return self.classifier(self.blstm(self.dropout(self.trunk(self.input(batch), mask)), mask))
+        return self.classifier(self.blstm(self.dropout(self.trunk(self.input(batch), mask)), mask,
+                                          batch.get(ALL_REAL, False)))

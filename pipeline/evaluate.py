@@ -15,7 +15,9 @@ Stage mode (the DVC ``evaluate`` stage)::
 runs the experiment's trained model (``artifacts/NAME/model``) on the test sets (the ``evaluate`` section
 of the params file) through the decoding path of ``punctuate`` (:mod:`evaluation.benchmark`), writes the
 predictions and confusion matrices to ``artifacts/NAME/predictions`` and the scores, with the model directory
-they belong to, to ``metrics/eval/NAME.json`` (the ``report`` stage puts all experiments side by side).
+they belong to, to ``metrics/eval/NAME.json`` (the ``report`` stage puts all experiments side by side). The
+experiments of ``evaluate.segmented_experiments`` are also scored with the input cut at the gold sentence ends
+(``evaluate.segmented_splits``, recorded as ``<split>_segmented``).
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ def stage_command(args: argparse.Namespace) -> int:
             experiment_dir / "model", args.prepared, experiment_dir / "predictions",
             splits=list(settings["test_splits"]), batch_size=int(settings["batch_size"]),
             device=str(settings["device"]), features_dir=args.features,
+            segmented_splits=(list(settings.get("segmented_splits") or [])
+                              if args.experiment in (settings.get("segmented_experiments") or []) else []),
         )
     except (DeviceUnavailable, FileNotFoundError, ValueError) as error:
         return _error(str(error))

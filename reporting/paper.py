@@ -8,7 +8,8 @@ records beside the published figures (``reporting/published.yaml``) and beside t
 (``metrics/eval/EXPERIMENT.json``, ``metrics/eval_variants/NAME/EXPERIMENT.json``), Ref and ASR, overall and
 per class, with SER, and says plainly which records are missing.
 
-``python -m pipeline.paper run next`` (``scripts/run_paper.sh``) makes them one experiment per call.
+``python -m pipeline.paper run NAME`` makes one; the GPU kit (``pack`` here, ``launch``/``collect`` there, ``import``
+here: docs/method.md, "GPU kit") makes all twelve at once on one borrowed GPU machine.
 """
 
 from __future__ import annotations
@@ -87,10 +88,11 @@ def git_commit(repo: str | Path = ".") -> dict[str, Any]:
 
 def paper_record(name: str, *, scores: dict[str, Any], train_metrics: dict[str, Any], model_config: dict,
                  train_config: dict, features_dir: str | Path, window: int, stride: int, profile: str,
-                 published: str | None, repo: str | Path = ".") -> dict[str, Any]:
+                 published: str | None, repo: str | Path = ".", kit: dict[str, Any] | None = None) -> dict[str, Any]:
     """The record of run ``name``: ``scores`` (the evaluate stage's ``{split: scores}``) and its provenance.
 
-    ``train_metrics`` is what :func:`training.train_model` returned for the finished run."""
+    ``train_metrics`` is what :func:`training.train_model` returned for the finished run; ``kit``: how the GPU kit
+    that carried the inputs was made (its commit, the encoder's rounding), for a run made through it."""
     missing = [split for split in RECORD_SPLITS if split not in scores]
     if missing:
         raise ValueError(f"{name}: no scores for {', '.join(missing)} (evaluate.test_splits must include ref and asr)")
@@ -111,7 +113,35 @@ def paper_record(name: str, *, scores: dict[str, Any], train_metrics: dict[str, 
         "features_sha256": file_sha256(Path(features_dir) / "manifest.json"),
         "model": model_config, "train": train_config,
     }
+    if kit is not None:
+        run["kit"] = kit
     return {"ref": scores["ref"], "asr": scores["asr"], "run": run}
+
+
+def record_problems(name: str, record: Any) -> list[str]:
+    """What is wrong with ``record`` as the record of run ``name`` (empty: a well-formed record)."""
+    if not isinstance(record, dict):
+        return [f"{name}: not a JSON object"]
+    problems = [f"{name}: no {key!r}" for key in (*RECORD_SPLITS, "run") if not isinstance(record.get(key), dict)]
+    if problems:
+        return problems
+    for split in RECORD_SPLITS:
+        scores = record[split]
+        for key in ("OVERALL", *PUNCTUATION_CLASSES):
+            if not isinstance(scores.get(key), dict) or not all(
+                    isinstance(scores[key].get(m), (int, float)) for m in ("precision", "recall", "f1")):
+                problems.append(f"{name}: {split}.{key} lacks precision/recall/f1")
+        if not isinstance(scores.get("SER"), (int, float)):
+            problems.append(f"{name}: {split}.SER missing")
+    run = record["run"]
+    if run.get("name") != name:
+        problems.append(f"{name}: run.name is {run.get('name')!r}")
+    for key in ("steps_completed", "steps_scheduled"):
+        if not isinstance(run.get(key), int) or run[key] < 0:
+            problems.append(f"{name}: run.{key} is {run.get(key)!r}")
+    if not isinstance(run.get("full_schedule"), bool):
+        problems.append(f"{name}: run.full_schedule missing")
+    return problems
 
 
 def load_records(records_dir: str | Path, names: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -162,8 +192,8 @@ def paper_markdown(records: dict[str, dict[str, Any]], published: dict[str, Any]
     lines = ["# The papers' configurations, full schedules on a GPU", ""]
     if missing:
         lines += [f"**Missing records ({len(missing)} of {len(names)}): {', '.join(missing)}.** No result is shown for "
-                  f"these: `{records_dir}/NAME.json` does not exist yet. `scripts/run_paper.sh` makes them on a GPU, "
-                  "one experiment per call (resumable).", ""]
+                  f"these: `{records_dir}/NAME.json` does not exist yet. The GPU kit makes them on a borrowed GPU "
+                  "machine (docs/method.md, \"GPU kit\").", ""]
     else:
         lines += [f"All {len(names)} records present.", ""]
     partial = [name for name in names if name in records and not records[name]["run"].get("full_schedule")]

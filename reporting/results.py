@@ -14,7 +14,8 @@ from embeddings.store import load_split, load_split_words
 from evaluation.benchmark import split_scores
 
 PUBLISHED_PATH = Path(__file__).with_name("published.yaml")
-SPLIT_NAMES = {"ref": "Ref", "asr": "ASR"}
+SPLIT_NAMES = {"ref": "Ref", "asr": "ASR", "ref_segmented": "Ref, cut at gold sentence ends",
+               "asr_segmented": "ASR, cut at gold sentence ends"}
 
 
 def load_published(path: Path = PUBLISHED_PATH) -> dict[str, Any]:

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: The project's packages by layer, bottom first (docs/architecture.md): a package imports only packages of the
 #: layers below it (tests/test_layering.py). pyproject.toml installs exactly these.
 LAYERS = (
-    ("corpus", "experiments"),
+    ("corpus", "experiments", "executor"),
     ("aligner", "embeddings", "models"),
     ("audio", "trainset", "figures"),
     ("inference",),

@@ -180,7 +180,7 @@ def test_two_recordings_of_one_name_and_missing_folders(tmp_path, capsys):
 
 def test_an_unreachable_dask_scheduler_is_bad_input(talks, tmp_path, capsys, monkeypatch):
     pytest.importorskip("distributed")
-    from aligner import parallel
+    from executor import tasks as parallel
 
     monkeypatch.setattr(parallel, "CONNECT_TIMEOUT_S", 1.0)
     assert main(["batch", str(talks / "audio"), str(talks / "text"), "-o", str(tmp_path / "o"), "--quiet",

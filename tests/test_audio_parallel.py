@@ -1,5 +1,5 @@
-"""The align and features stages through aligner.parallel: the same bytes in every output with 1 or 2 local worker
-processes and on a Dask LocalCluster, and reports that differ only in run facts (times, the engine). On the
+"""The align and features stages through the executor (executor.tasks): the same bytes in every output with 1 or 2
+local worker processes and on a Dask LocalCluster, and reports that differ only in run facts (times, the engine). On the
 TED-LIUM sample (anchored alignment; ASR talks inheriting from the ref alignment in a second round)."""
 
 from __future__ import annotations

@@ -65,6 +65,25 @@ def test_evaluation_scores_both_test_sets(trained, tmp_path):
         assert json.loads(out.stdout)["OVERALL"] == pytest.approx(scores["OVERALL"])
 
 
+def test_segmented_protocol_labels_each_reference_sentence_alone(trained, tmp_path):
+    """`<split>_segmented`: the words of every reference sentence labelled as a sequence of their own -- the same
+    labels as punctuating that sentence's words alone."""
+    from evaluation.benchmark import Punctuator, sentence_spans
+
+    results = evaluate_model(trained["model"], trained["root"] / "prepared", tmp_path, splits=["ref"],
+                             segmented_splits=["ref"])
+    reference = read_iwslt(trained["root"] / "prepared" / "ref.tsv")
+    spans = sentence_spans(reference.labels)
+    scores = results["ref_segmented"]
+    assert scores["sentences"] == len(spans) > 1 and scores["tokens"] == len(reference.words)
+    predicted = read_iwslt(tmp_path / "ref_segmented.tsv")
+    assert predicted.words == reference.words
+    punctuator = Punctuator(trained["model"])
+    start, end = spans[1]
+    assert predicted.labels[start:end] == punctuator.punctuate_words(reference.words[start:end])
+    assert "asr_segmented" not in results
+
+
 def run_punctuate(model_dir: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "inference.cli", "--model", str(model_dir), *args],
                           cwd=REPO, input=stdin, capture_output=True, text=True)

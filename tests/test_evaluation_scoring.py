@@ -372,3 +372,12 @@ def test_dev2012_against_a_prediction_without_its_empty_words(tmp_path):
     prediction = write_iwslt(tmp_path / "dev2012.tsv", dev.words, dev.labels)
     counts = score_files_details(IWSLT_DIR / "dev2012", prediction)["counts"]
     assert counts["deletions"] == 10 and counts["substitutions"] == counts["insertions"] == 0
+
+
+def test_sentence_spans_end_at_each_period_and_question():
+    from evaluation.benchmark import sentence_spans
+
+    labels = ["O", "COMMA", "PERIOD", "O", "QUESTION", "O", "O"]
+    assert sentence_spans(labels) == [(0, 3), (3, 5), (5, 7)]
+    assert sentence_spans(["O", "PERIOD"]) == [(0, 2)]
+    assert sentence_spans([]) == []

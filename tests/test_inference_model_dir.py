@@ -158,3 +158,33 @@ def test_punctuate_names_a_truncated_model_file(model_dir, tmp_path):
     assert result.returncode == 2
     assert f"{weights}: cannot be read as model weights" in result.stderr.decode()
     assert b"Traceback" not in result.stderr
+
+
+def test_an_encoder_model_missing_a_file_of_its_encoder_is_named(tmp_path):
+    """``encoder/tokenizer.json`` gone: an error naming it, from the loader and from punctuate (exit 2, one line),
+    not tokenizers' "No such file or directory (os error 2)" in a traceback."""
+    pytest.importorskip("transformers")
+    from tests.fixture_checkpoints import make_checkpoint
+    from training.model_output import write_model_dir
+
+    directory = make_model_dir(tmp_path, write_word2vec_text(tmp_path / "vectors.txt", VECTORS))
+    config = json.loads((directory / "config.json").read_text())
+    encoder = {"name": "encoder_tagger", "pretrained": str(make_checkpoint(tmp_path / "bert", "bert")), "layers": 1,
+               "freeze_layers": 0, "label_subword": "last", "dropout": 0.0, "max_subwords": 64}
+    model = build_model(encoder, num_labels=len(LABELS), vector_dim=config["vector_dim"],
+                        vocab_size=config["vocab_size"])
+    directory = write_model_dir(tmp_path / "encoder_model", model=model, weights=None,
+                                embedder=directory / "embedder", history=[], config={**config, "model": encoder})
+    assert load_trained_model(directory)[0].traced  # the trace and the tokenizers-only tokenizer
+    for name in ("tokenizer.json", "config.json"):
+        missing = directory / "encoder" / name
+        missing.rename(tmp_path / name)
+        with pytest.raises(FileNotFoundError, match=f"{missing}: missing"):
+            load_trained_model(directory)
+        result = subprocess.run([sys.executable, "-m", "inference.cli", "--model", str(directory)], cwd=REPO,
+                                input=b"the river was cold", capture_output=True, timeout=300)
+        assert result.returncode == 2 and b"Traceback" not in result.stderr
+        assert result.stderr.decode().splitlines() == [f"punctuate: error: {missing}: missing; " + (
+            "the model directory's encoder files are incomplete (copy the whole model directory)"
+            if name == "tokenizer.json" else "the model directory is incomplete")]
+        (tmp_path / name).rename(missing)

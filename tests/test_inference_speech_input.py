@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -113,3 +114,52 @@ def test_text_without_model_tokens():
     assert math.isnan(starts[0])
     assert timing_raw(user_text, starts, ends).shape == (0, 3)
     assert np.asarray(timing_raw(split_user_text(""), [], [])).shape == (0, 3)
+
+
+# ----------------------------------------------------------------------------- the formats ASR systems write
+
+
+def test_the_format_is_told_by_the_extension_or_given(tmp_path):
+    from inference.speech_input import timings_format
+
+    assert [timings_format(name) for name in ("a.tsv", "a.CTM", "a.json", "a.words", "ctm")] == \
+        ["tsv", "ctm", "json", "tsv", "tsv"]
+    assert timings_format("ctm", "ctm") == "ctm"
+    with pytest.raises(ValueError, match="unknown timings format 'srt'"):
+        timings_format("a.srt", "srt")
+
+
+def test_a_ctm_utterance_named_as_the_transcript(tmp_path):
+    from inference.speech_input import ctm_source, read_timings
+
+    path = tmp_path / "corpus.ctm"
+    path.write_text("other 1 0.0 0.2 hello\n"
+                    "talk 1 0.0 0.3 well\ntalk 1 0.5 0.1 i\ntalk 1 0.6 0.15 do\ntalk 1 0.75 0.15 n't\n"
+                    "talk 1 0.9 0.4 know\ntalk 1 1.8 0.2 it's\ntalk 1 2.0 0.4 fine\ntalk 1 2.4 0.5 really\n",
+                    encoding="utf-8")
+    rows = read_timings(ctm_source(path, "talk"))
+    assert rows.lines[0] == 2 and rows.where(1) == f"{path}:3"
+    starts, ends = match_timings(split_user_text(TEXT), rows)
+    assert starts.tolist()[:4] == [0.0, 0.5, 0.6, 0.9] and ends[2] == pytest.approx(0.9)
+    with pytest.raises(TimingsFormatError, match=r"holds 2 utterances \(other, talk\), none named 'lecture'"):
+        ctm_source(path, "lecture")
+    single = tmp_path / "one.ctm"
+    single.write_text("utt-7 A 0.0 0.2 so\n", encoding="utf-8")
+    assert ctm_source(single, "anything").utterance.utterance == "utt-7"  # a file of one utterance: that one
+
+
+def test_a_whisper_json_matches_the_transcript_and_names_its_entries(tmp_path):
+    from inference.speech_input import TimingsSource, read_timings
+
+    words = [(" Well,", 0.0, 0.3), (" I", 0.5, 0.6), (" don't", 0.6, 0.9), (" know.", 0.9, 1.3), (" It's", 1.8, 2.0),
+             (" fine", 2.0, 2.4), (" really?", 2.4, 2.9)]
+    path = tmp_path / "talk.json"
+    path.write_text(json.dumps({"segments": [{"words": [{"word": w, "start": a, "end": b} for w, a, b in words]}]}),
+                    encoding="utf-8")
+    rows = read_timings(TimingsSource(str(path), "json"))
+    starts, _ = match_timings(split_user_text(TEXT), rows)
+    assert starts[6] == 2.0
+    other = split_user_text("Well, I do know. It's fine, really?")
+    with pytest.raises(TimingsMismatchError, match=r"talk\.json: segments\[0\]\.words\[2\]: the word \"don't\" does "
+                                                   r"not match the transcript's word 3, 'do'"):
+        match_timings(other, rows)

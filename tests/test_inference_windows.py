@@ -59,3 +59,39 @@ def test_predict_stream_uses_central_windows():
 
     labels = predict_stream(predict, np.zeros((length, 1), dtype=np.float32), ids, window=window, stride=10)
     assert labels[2:-2].sum() == 0
+
+
+def test_streams_sharing_batches_come_back_each_in_order():
+    """Several streams in shared batches: each stream's labels as it gets them alone, the batches exactly those of
+    predict_stream for one stream, and probabilities (a tuple) gathered the same way."""
+    from inference.windows import predict_streams
+
+    lengths = [5, 130, 1, 64, 301]
+    streams = [(np.full((n, 2), k, dtype=np.float32), np.arange(n) + 1000 * k, [f"w{k}.{i}" for i in range(n)])
+               for k, n in enumerate(lengths)]
+    seen = []
+
+    def predict(batch):
+        seen.append([row[0] for row in batch["words"]])  # each row's first word: where its window starts
+        assert all(len(row) == int(mask.sum()) for row, mask in zip(batch["words"], batch["mask"]))
+        return batch["ids"] % 7
+
+    results = predict_streams(predict, streams, window=20, stride=10, batch_size=4)
+    assert [r.tolist() for r in results] == [(np.arange(n) + 1000 * k).__mod__(7).tolist()
+                                             for k, n in enumerate(lengths)]
+    assert all(len(rows) <= 4 for rows in seen) and sum(map(len, seen)) == sum(
+        len(window_starts(n, 20, 10)) for n in lengths)
+    vectors, ids, _ = streams[4]
+    alone = predict_streams(lambda batch: batch["ids"] % 7, [(vectors, ids, None)], window=20, stride=10)
+    assert np.array_equal(alone[0], predict_stream(lambda batch: batch["ids"] % 7, vectors, ids, window=20,
+                                                   stride=10))
+
+    def with_probabilities(batch):
+        labels = batch["ids"] % 4
+        return labels, torch.nn.functional.one_hot(labels, 4).float()
+
+    [(labels, probabilities)] = predict_streams(with_probabilities, [streams[1]], window=20, stride=10)
+    assert probabilities.shape == (130, 4) and np.array_equal(probabilities.argmax(axis=1), labels)
+    with pytest.raises(ValueError, match="an empty stream"):
+        predict_streams(predict, [streams[0], (np.zeros((0, 2), np.float32), np.zeros(0, np.int64), [])],
+                        window=20, stride=10)

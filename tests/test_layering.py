@@ -1,6 +1,6 @@
 """The one direction of dependencies (docs/architecture.md), checked on every import in the tree.
 
-    corpus, experiments
+    corpus, experiments, executor
       <-  aligner, embeddings, models
       <-  audio, trainset, figures
       <-  inference  <-  evaluation  <-  training  <-  realspeech, reporting

@@ -73,3 +73,35 @@ def test_learns_a_simple_rule():
         optimizer.step()
     model.eval()
     assert (model.predict(batch) == labels).float().mean() > 0.95
+
+
+@pytest.mark.parametrize("changes", [{"norm": "pre"}, {"learned_positions": 9}, {"norm": "pre", "learned_positions": 12}])
+def test_pre_norm_and_learned_positions_decode_as_they_train(changes):
+    """The readings of the paper's open points (models/transformer.py): greedy decoding with the cache still equals
+    the teacher-forced argmax of its own output, and the decoder still does not see future labels."""
+    torch.manual_seed(0)
+    model = build_model({**SMALL, "aligned_memory": False, **changes}, num_labels=4, vector_dim=50,
+                        vocab_size=20).eval()
+    batch = make_batch()
+    predicted = model.predict(batch)
+    assert torch.equal(model({**batch, "labels": predicted}).argmax(-1), predicted)
+    changed = dict(batch, labels=batch["labels"].clone())
+    changed["labels"][:, 5:] = (changed["labels"][:, 5:] + 1) % 4
+    assert torch.allclose(model(changed)[:, :6], model(batch)[:, :6], atol=1e-5)
+
+
+def test_pre_norm_adds_final_norms_and_post_norm_keeps_the_saved_layout():
+    post = build_model(SMALL, num_labels=4, vector_dim=50, vocab_size=20)
+    pre = build_model({**SMALL, "norm": "pre"}, num_labels=4, vector_dim=50, vocab_size=20)
+    # post-norm (the paper's) has exactly the parameters of model directories saved before these options
+    assert not any("final_norm" in k or "decoder_norm" in k or "positions" in k for k in post.state_dict())
+    assert set(pre.state_dict()) - set(post.state_dict()) == {
+        "encoder.final_norm.weight", "encoder.final_norm.bias", "decoder_norm.weight", "decoder_norm.bias"}
+    with pytest.raises(ValueError, match="norm must be one of"):
+        build_model({**SMALL, "norm": "sandwich"}, num_labels=4, vector_dim=50, vocab_size=20)
+
+
+def test_learned_positions_refuse_windows_longer_than_their_table():
+    model = build_model({**SMALL, "learned_positions": 5}, num_labels=4, vector_dim=50, vocab_size=20).eval()
+    with pytest.raises(ValueError, match="learned position table has 5"):
+        model.predict(make_batch(length=9))

@@ -83,6 +83,20 @@ def test_linear_schedule_warms_up_then_falls_to_zero_at_the_last_step():
         lr_schedule("cosine", 10, 100)
 
 
+def test_exponential_schedule_decays_to_a_tenth_at_the_last_step():
+    multiplier = lr_schedule("exponential", 10, 110)
+    assert multiplier(5) == pytest.approx(0.5)
+    assert multiplier(10) == pytest.approx(1.0)
+    assert multiplier(60) == pytest.approx(0.1 ** 0.5)  # halfway down, in log space
+    assert multiplier(110) == pytest.approx(0.1) and multiplier(500) == pytest.approx(0.1)
+
+
+def test_constant_schedule_holds_the_peak_after_warm_up():
+    multiplier = lr_schedule("constant", 4, 100)
+    assert [multiplier(s) for s in (1, 2, 4, 50, 1000)] == [0.25, 0.5, 1.0, 1.0, 1.0]
+    assert lr_schedule("constant", 1, 100)(1) == 1.0  # no warm-up: the peak from the first step
+
+
 def test_lr_schedule_is_checked_and_recorded_only_when_not_the_default():
     with pytest.raises(ConfigError, match="lr_schedule"):
         TrainConfig.from_mapping({**TRAIN, "lr_schedule": "cosine"})

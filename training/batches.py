@@ -125,10 +125,39 @@ def linear_schedule(warmup_steps: int, total_steps: int):
     return multiplier
 
 
+#: where the ``exponential`` schedule ends, as a fraction of the peak rate
+EXPONENTIAL_FINAL_FRACTION = 0.1
+
+
+def exponential_schedule(warmup_steps: int, total_steps: int):
+    """Linear warm-up, then exponential decay to :data:`EXPONENTIAL_FINAL_FRACTION` of the peak at
+    ``total_steps`` (Yi & Tao: "the learning rate is exponentially decayed during training")."""
+    def multiplier(step: int) -> float:
+        step = max(step, 1)
+        if step < warmup_steps:
+            return step / warmup_steps
+        progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+        return EXPONENTIAL_FINAL_FRACTION ** progress
+
+    return multiplier
+
+
+def constant_schedule(warmup_steps: int):
+    """Linear warm-up, then the peak rate to the end (Kyubyong/transformer: Adam at a constant 1e-4)."""
+    def multiplier(step: int) -> float:
+        return min(1.0, max(step, 1) / warmup_steps)
+
+    return multiplier
+
+
 def lr_schedule(name: str, warmup_steps: int, total_steps: int):
     """The multiplier function of schedule ``name`` (:data:`LR_SCHEDULES`) for ``LambdaLR``."""
     if name == "rsqrt":
         return transformer_schedule(warmup_steps)
     if name == "linear":
         return linear_schedule(warmup_steps, total_steps)
+    if name == "exponential":
+        return exponential_schedule(warmup_steps, total_steps)
+    if name == "constant":
+        return constant_schedule(warmup_steps)
     raise ValueError(f"unknown lr_schedule {name!r} (one of {', '.join(LR_SCHEDULES)})")

@@ -32,7 +32,7 @@ PRECISIONS = ("auto", "fp32", "bf16")
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
 RESIDENT_MODES = ("auto", "on", "off")
 #: ``lr_schedule`` values (training.batches.lr_schedule): the rate after warm-up
-LR_SCHEDULES = ("rsqrt", "linear")
+LR_SCHEDULES = ("rsqrt", "linear", "exponential", "constant")
 
 
 class ConfigError(ValueError):
@@ -62,8 +62,8 @@ class TrainConfig:
     decode_window: int | None = field(default=None, metadata={"recorded_when_set": True})
     decode_stride: int | None = field(default=None, metadata={"recorded_when_set": True})
     # -- the learning rate after warm-up: rsqrt = 1/sqrt(step) (Vaswani et al., the papers' schedule), linear =
-    #    down to zero at the schedule's last step (recorded only when not rsqrt, so older runs keep their
-    #    fingerprints) --
+    #    down to zero at the schedule's last step, exponential = down to a tenth of the peak at the last step,
+    #    constant = the peak to the end (recorded only when not rsqrt, so older runs keep their fingerprints) --
     lr_schedule: str = field(default="rsqrt", metadata={"recorded_when_set": True})
     # -- execution: how the computation runs, not what it computes (defaults: today's behaviour) --
     #: auto = bf16 autocast on CUDA, float32 on the CPU

@@ -2,7 +2,8 @@
 
 The windows and the stitching are those of ``punctuate`` (:func:`inference.windows.predict_windows`); the
 tokens are cut from a :class:`training.batches.TokenStore` (resident on the device on CUDA), and losses and
-predictions stay on the device until the end.
+predictions stay on the device until the end. :func:`cut_batch` is how the trainer cuts every batch, its training
+steps' included: it tells the model on the host which batches have no padding.
 """
 
 from __future__ import annotations
@@ -16,7 +17,17 @@ import torch
 from corpus.labels import LABELS
 from evaluation.scoring import score_labels
 from inference.windows import predict_windows
+from models.encoders import ALL_REAL
 from training.batches import TokenStore, real_tokens
+
+
+def cut_batch(store: TokenStore, starts, window: int, **options) -> dict:
+    """``store.batch(starts, window, **options)`` with :data:`models.encoders.ALL_REAL`: whether every window is
+    whole (no padding), which the window starts tell on the host. A recurrent encoder then runs unpacked instead
+    of reading the rows' lengths off the mask, which on a GPU would wait for the device (once per batch)."""
+    batch = store.batch(starts, window, **options)
+    batch[ALL_REAL] = len(starts) > 0 and real_tokens(starts, window, store.num_tokens) == len(starts) * window
+    return batch
 
 
 def evaluate_on_tokens(model, features, *, window: int, stride: int, label_smoothing: float,
@@ -26,7 +37,8 @@ def evaluate_on_tokens(model, features, *, window: int, stride: int, label_smoot
 
     ``store``: the tokens as a :class:`TokenStore` (resident on the device: batches cut there); by default
     one is made from ``features`` (``vectors``, ``ids``, ``labels``, ``words``). Losses and predictions stay
-    on the device until the end.
+    on the device until the end: on a GPU the host waits for the device twice (losses, predictions), and once
+    more for a recurrent model's batch with the split's last, short window (the only one that needs packing).
     """
     labels = np.asarray(features.labels).astype(np.int64)
     if store is None:
@@ -38,9 +50,9 @@ def evaluate_on_tokens(model, features, *, window: int, stride: int, label_smoot
         starts = np.arange(0, store.num_tokens, window)
         for first in range(0, len(starts), batch_size):
             chunk = starts[first:first + batch_size]
-            losses.append(model.loss(store.batch(chunk, window), label_smoothing).detach().float())
+            losses.append(model.loss(cut_batch(store, chunk, window), label_smoothing).detach().float())
             weights.append(real_tokens(chunk, window, store.num_tokens))
-        predicted = predict_windows(model.predict, lambda s: store.batch(np.asarray(s), window, with_labels=False),
+        predicted = predict_windows(model.predict, lambda s: cut_batch(store, np.asarray(s), window, with_labels=False),
                                     store.num_tokens, window=window, stride=stride, batch_size=batch_size)
     scores = score_labels([LABELS[i] for i in labels], [LABELS[i] for i in predicted])
     model.train()

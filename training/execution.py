@@ -1,5 +1,5 @@
 """How one training computation runs on this machine: the processes of a distributed run, bf16 autocast, the
-loss as a module for DistributedDataParallel and torch.compile, peak memory.
+loss as a module for DistributedDataParallel and torch.compile, deterministic algorithms on the CPU, peak memory.
 
 Several processes (``torchrun --nproc_per_node N -m pipeline.train ...``) split every global batch of
 ``batch_size`` windows; process 0 evaluates, checkpoints and writes the model directory. On one process every
@@ -103,6 +103,35 @@ def autocast_for(config: TrainConfig, device: torch.device):
     if not bf16:
         return contextlib.nullcontext
     return lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+
+
+@contextlib.contextmanager
+def deterministic_on_cpu(device: torch.device):
+    """On the CPU, run the enclosed training with ``torch.use_deterministic_algorithms(True)``, then restore the
+    caller's setting.
+
+    With the seeds and a fixed thread count (``train.threads``) it is what torch offers for a CPU run that repeats
+    to the byte: torch then takes the deterministic implementation of every operation that has two (on the CPU
+    the accumulating index writes behind the backward pass of advanced indexing: ``index_put_``, ``put_``,
+    ``index_copy_``) and raises on one that has none, instead of training on. Torch's default with the mode on
+    also fills every new uninitialised tensor; that is turned off here (restored after): it costs a write of every
+    allocation on every step, and the kernels the models use write every element of their outputs, so the bytes
+    do not depend on it (the determinism tests train twice in fresh processes with it off).
+    On CUDA the mode stays as the caller has it: there it would make the loss (``nll_loss``) raise and
+    slow the rest, and a GPU run is not expected to repeat to the byte (docs/method.md lists why)."""
+    if device.type != "cpu":
+        yield
+        return
+    enabled = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = False
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
 def peak_memory(device: torch.device) -> tuple[int, str]:

@@ -11,9 +11,13 @@ On CUDA the loop does no host work per step and waits for the device only where 
 training and dev tokens are resident on the device and batches are cut there by index
 (:class:`training.batches.TokenStore`), the step losses stay on the device until a logging step reads
 them all at once, the model runs under bf16 autocast (``precision``), Adam is the fused kernel, and
-``torch.compile`` is an option (``compile``; off unless measured to win). On the CPU the computation is the
-one it always was: same batches, same random draws, same float operations, so the same seed gives the same
-weights as before these changes.
+``torch.compile`` is an option (``compile``; off unless measured to win). No step waits for the device: the
+models' losses and layers keep every shape fixed and every decision on the device, and the host tells them
+what it knows (:func:`training.dev_eval.cut_batch`); docs/method.md lists what was checked, and
+tests/test_training_host_syncs.py runs a step of every model with CUDA's sync debug mode set to fail.
+On the CPU the same seed gives the same weights to the byte: the batches and random draws are the CPU's own,
+the thread count is ``train.threads`` and torch's deterministic algorithms are on
+(:func:`training.execution.deterministic_on_cpu`; tests/test_training_determinism.py).
 
 Several processes (:mod:`training.execution`) train one model with ``DistributedDataParallel``: each
 process's loss is weighted by its share of the global batch's real tokens, so the gradient is that of the
@@ -41,8 +45,16 @@ from models import build_model
 from training.batches import TokenStore, epoch_plan, lr_schedule, real_tokens, schedule_steps
 from training.checkpoints import TrainingLock, atomic_torch_save, load_checkpoint, previous_path, training_fingerprint
 from training.config import UNLIMITED, Budget, TrainConfig
-from training.dev_eval import TokenSlice, evaluate_on_tokens
-from training.execution import LossOf, Processes, autocast_for, device_name, peak_memory, processes_of
+from training.dev_eval import TokenSlice, cut_batch, evaluate_on_tokens
+from training.execution import (
+    LossOf,
+    Processes,
+    autocast_for,
+    deterministic_on_cpu,
+    device_name,
+    peak_memory,
+    processes_of,
+)
 from training.model_output import best_weights, write_model_dir
 from training.warm_start import warm_start
 
@@ -113,8 +125,9 @@ def train_model(
                 raise failure
             raise RuntimeError(f"{state_dir}: process 0 of this distributed run could not lock the folder")
         try:
-            return _Run(Path(features_dir), Path(out_dir), Path(state_dir), model_config, config, window, stride,
-                        budget or UNLIMITED, processes, started, init_from).run()
+            with deterministic_on_cpu(processes.device):
+                return _Run(Path(features_dir), Path(out_dir), Path(state_dir), model_config, config, window, stride,
+                            budget or UNLIMITED, processes, started, init_from).run()
         finally:
             if lock is not None:
                 lock.release()
@@ -328,7 +341,7 @@ class _Run:
 
     def _step(self, starts: np.ndarray, on_device: torch.Tensor | None, weight: float | None) -> torch.Tensor:
         config = self.config
-        batch = self.train.batch(starts, config.seq_len, device_starts=on_device)
+        batch = cut_batch(self.train, starts, config.seq_len, device_starts=on_device)
         try:
             with self.autocast():
                 loss = self.loss_of(batch, config.label_smoothing)
@@ -364,7 +377,8 @@ class _Run:
             plan = epoch_plan(self.num_tokens, seq_len, batch_size, config.seed, epoch)
             device_plan = None
             if self.train.resident:  # the epoch's window starts go to the device once
-                device_plan = torch.as_tensor(np.concatenate(plan).astype(np.int64)).to(self.device)
+                device_plan = torch.as_tensor(np.concatenate(plan).astype(np.int64)).to(self.device,
+                                                                                         non_blocking=True)
             for batch_index in range(state["batch"], len(plan)):
                 if self._stop_due(steps_this_call) and state["step"] < self.total_steps:
                     self.total_steps = state["step"]

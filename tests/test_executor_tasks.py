@@ -1,4 +1,4 @@
-"""aligner.parallel: one function over many tasks, here, in local processes or on a Dask cluster; outcomes in task
+"""executor.tasks: one function over many tasks, here, in local processes or on a Dask cluster; outcomes in task
 order, one task's error never stops the others."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from aligner.parallel import Outcome, available_cores, describe_engine, resolve_workers, run_tasks
+from executor.tasks import Outcome, available_cores, describe_engine, resolve_workers, run_tasks
 from tests.fixture_dask import local_cluster
 
 
@@ -76,3 +76,15 @@ def test_a_task_that_kills_its_worker_fails_alone():
     assert [outcome.ok for outcome in outcomes] == [True, True, False, True, True, True]
     assert [outcome.value for outcome in outcomes] == [0, 1, None, 3, 4, 5]
     assert outcomes[2].name == "task-2" and outcomes[2].error.startswith("BrokenProcessPool: ")
+
+
+@pytest.mark.parametrize("engine", ["here", "processes", "dask"])
+def test_the_caller_hears_of_each_task_as_it_finishes(engine, request):
+    heard: list[tuple[int, bool]] = []
+    options = {"here": {"workers": 1}, "processes": {"workers": 2}}.get(engine) or \
+        {"scheduler": request.getfixturevalue("scheduler")}
+    outcomes = run_tasks(square_or_fail, range(6), names=NAMES, on_outcome=lambda i, o: heard.append((i, o.ok)),
+                         **options)
+    assert sorted(heard) == [(index, outcome.ok) for index, outcome in enumerate(outcomes)]
+    if engine == "here":
+        assert [index for index, _ in heard] == list(range(6))  # in order, here

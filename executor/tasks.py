@@ -1,14 +1,18 @@
-"""Running one function over many talks: in this process, in local worker processes, or on a Dask cluster.
+"""Running one function over many tasks: in this process, in local worker processes, or on a Dask cluster.
 
-The one executor of the project for talk-sized work: ``python -m aligner batch`` and the ``align`` and
-``features`` stages (:mod:`audio.align_stage`, :mod:`audio.features_stage`) all go through :func:`run_tasks`.
+The one executor of the project for corpus-sized work: ``python -m aligner batch``, the ``align`` and ``features``
+stages (:mod:`audio.align_stage`, :mod:`audio.features_stage`) and ``punctuate`` over a folder
+(:mod:`inference.batch`) all go through :func:`run_tasks`. It knows nothing of talks or transcripts: it sits on
+the ground floor of the layers (docs/architecture.md), beside :mod:`corpus`, so that any package may use it.
 
     outcomes = run_tasks(align_one, tasks, names=[t.name for t in tasks], workers=4)           # local processes
     outcomes = run_tasks(align_one, tasks, names=..., scheduler="tcp://10.0.0.5:8786")         # a Dask cluster
 
 * ``workers=1`` runs every task here, in order (no process is started); ``workers=N`` (N > 1) in a pool of N
   local processes (:class:`concurrent.futures.ProcessPoolExecutor`, started with ``spawn``: no state of this
-  process leaks into a worker); ``workers=None`` uses every core this process may run on.
+  process leaks into a worker); ``workers=None`` uses every core this process may run on. A worker process (a
+  pool's or a Dask worker) lives for many tasks, so a task may keep what is costly to make (a loaded model) in
+  a module-level cache and pay for it once per process.
 * ``scheduler``: the address of a Dask distributed scheduler (``dask.distributed.Client(scheduler)``; start one
   with ``dask scheduler`` and ``dask worker ADDRESS`` on each machine, or ``LocalCluster``). ``workers`` is
   then ignored: the cluster has its own. The function is sent by reference, so the workers must be able to
@@ -21,8 +25,11 @@ The one executor of the project for talk-sized work: ``python -m aligner batch``
 * Worker processes start with ``spawn``: they import the main module again, so a script that calls this with
   ``workers > 1`` must keep its work under ``if __name__ == "__main__":`` (the project's commands do). The work itself
   must not depend on which worker runs it, nor on the order; then the results are the same, byte for byte,
-  whatever the engine and the worker count (the tests check it for the aligner and the feature stage).
-* ``progress``: a tqdm bar over the tasks, advanced as each one finishes.
+  whatever the engine and the worker count (the tests check it for the aligner, the feature stage and
+  ``punctuate``).
+* ``progress``: a tqdm bar over the tasks, advanced as each one finishes (``unit`` names what a task is);
+  ``on_outcome(index, outcome)``: called here, in this process, as each task finishes (in the order they
+  finish), for a caller that keeps its own account (a bar over words, a log).
 """
 
 from __future__ import annotations
@@ -91,12 +98,31 @@ def _error_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}".replace("\t", " ").replace("\r", " ").replace("\n", " | ")
 
 
-def _progress(total: int, enabled: bool, desc: str):  # noqa: ANN202
+def _progress(total: int, enabled: bool, desc: str, unit: str):  # noqa: ANN202
     if not enabled:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="talk", file=sys.stderr)
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr)
+
+
+class _Account:
+    """What happens as each task finishes: the progress bar advances and the caller's ``on_outcome`` hears of it."""
+
+    def __init__(self, total: int, progress: bool, desc: str, unit: str,
+                 on_outcome: Callable[[int, Outcome], None] | None):
+        self.bar = _progress(total, progress, desc, unit)
+        self.on_outcome = on_outcome
+
+    def finished(self, index: int, outcome: Outcome) -> None:
+        if self.on_outcome is not None:
+            self.on_outcome(index, outcome)
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def run_tasks(
@@ -108,11 +134,14 @@ def run_tasks(
     scheduler: str | None = None,
     progress: bool = False,
     desc: str = "talks",
+    unit: str = "talk",
+    on_outcome: Callable[[int, Outcome], None] | None = None,
 ) -> list[Outcome]:
     """``function(task)`` for every task; one :class:`Outcome` per task, in the order of ``tasks``.
 
     ``function`` must be a module-level function and each task picklable (they travel to other processes);
-    ``names`` (default: the task's position) name the tasks in errors and in Dask's task keys.
+    ``names`` (default: the task's position) name the tasks in errors and in Dask's task keys; ``on_outcome``:
+    see the module docstring.
     """
     tasks = list(tasks)
     names = [str(name) for name in names] if names is not None else [str(index) for index in range(len(tasks))]
@@ -121,60 +150,53 @@ def run_tasks(
     if not tasks:
         return []
     if scheduler:
-        return _run_dask(function, tasks, names, scheduler, progress, desc)
+        return _run_dask(function, tasks, names, scheduler, _Account(len(tasks), progress, desc, unit, on_outcome),
+                         desc)
     count = min(resolve_workers(workers), len(tasks))
-    if count == 1:
-        return _run_here(function, tasks, names, progress, desc)
-    return _run_processes(function, tasks, names, count, progress, desc)
-
-
-def _run_here(function, tasks, names, progress, desc) -> list[Outcome]:  # noqa: ANN001
-    bar = _progress(len(tasks), progress, desc)
-    outcomes = []
+    account = _Account(len(tasks), progress, desc, unit, on_outcome)
     try:
-        for name, task in zip(names, tasks):
-            try:
-                outcomes.append(Outcome(name, value=function(task)))
-            except Exception as error:  # noqa: BLE001 -- recorded per task, the others carry on
-                outcomes.append(Outcome(name, error=_error_line(error)))
-            if bar is not None:
-                bar.update(1)
+        if count == 1:
+            return _run_here(function, tasks, names, account)
+        return _run_processes(function, tasks, names, count, account)
     finally:
-        if bar is not None:
-            bar.close()
+        account.close()
+
+
+def _run_here(function, tasks, names, account: _Account) -> list[Outcome]:  # noqa: ANN001
+    outcomes = []
+    for index, (name, task) in enumerate(zip(names, tasks)):
+        try:
+            outcomes.append(Outcome(name, value=function(task)))
+        except Exception as error:  # noqa: BLE001 -- recorded per task, the others carry on
+            outcomes.append(Outcome(name, error=_error_line(error)))
+        account.finished(index, outcomes[-1])
     return outcomes
 
 
-def _run_processes(function, tasks, names, count, progress, desc) -> list[Outcome]:  # noqa: ANN001
+def _run_processes(function, tasks, names, count, account: _Account) -> list[Outcome]:  # noqa: ANN001
     from concurrent.futures.process import BrokenProcessPool
 
-    bar = _progress(len(tasks), progress, desc)
     results: dict[int, Outcome] = {}
-    try:
-        pending = list(range(len(tasks)))
-        # A worker that dies (a crash in native code, killed for memory) breaks the whole pool, and every task
-        # still in it fails with it: those are run again in a fresh pool, and when a round makes no progress,
-        # each alone, so that only the task that kills its worker fails.
-        while pending:
-            broken = _pool_round(function, tasks, names, pending, count, results, bar)
-            if not broken:
-                break
-            if len(broken) == len(pending):
-                for index in broken:
-                    retry = _pool_round(function, tasks, names, [index], 1, results, bar)
-                    if retry:
-                        results[index] = Outcome(names[index], error=f"{BrokenProcessPool.__name__}: {retry[index]}")
-                        if bar is not None:
-                            bar.update(1)
-                break
-            pending = sorted(broken)
-    finally:
-        if bar is not None:
-            bar.close()
+    pending = list(range(len(tasks)))
+    # A worker that dies (a crash in native code, killed for memory) breaks the whole pool, and every task
+    # still in it fails with it: those are run again in a fresh pool, and when a round makes no progress,
+    # each alone, so that only the task that kills its worker fails.
+    while pending:
+        broken = _pool_round(function, tasks, names, pending, count, results, account)
+        if not broken:
+            break
+        if len(broken) == len(pending):
+            for index in broken:
+                retry = _pool_round(function, tasks, names, [index], 1, results, account)
+                if retry:
+                    results[index] = Outcome(names[index], error=f"{BrokenProcessPool.__name__}: {retry[index]}")
+                    account.finished(index, results[index])
+            break
+        pending = sorted(broken)
     return [results[index] for index in range(len(tasks))]
 
 
-def _pool_round(function, tasks, names, indices, count, results, bar) -> dict[int, str]:  # noqa: ANN001
+def _pool_round(function, tasks, names, indices, count, results, account: _Account) -> dict[int, str]:  # noqa: ANN001
     """Run ``tasks[indices]`` in a fresh pool of ``count`` processes into ``results``; the tasks lost to a broken
     pool (index -> message) are left out of ``results`` for the caller to run again."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -195,28 +217,26 @@ def _pool_round(function, tasks, names, indices, count, results, bar) -> dict[in
                     continue
                 except Exception as error:  # noqa: BLE001 -- recorded per task, the others carry on
                     results[index] = Outcome(names[index], error=_error_line(error))
-                if bar is not None:
-                    bar.update(1)
+                account.finished(index, results[index])
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return broken
 
 
-def _run_dask(function, tasks, names, scheduler, progress, desc) -> list[Outcome]:  # noqa: ANN001
+def _run_dask(function, tasks, names, scheduler, account: _Account, desc) -> list[Outcome]:  # noqa: ANN001
     try:
         from dask.distributed import Client, as_completed
     except ImportError as error:  # pragma: no cover - dask is a pinned dependency
+        account.close()
         raise RuntimeError("a Dask scheduler was given but dask.distributed is not installed "
                            "(pip install dask distributed)") from error
 
-    bar = _progress(len(tasks), progress, desc)
     results: dict[int, Outcome] = {}
     run = uuid.uuid4().hex[:8]
     try:
         client = Client(scheduler, set_as_default=False, timeout=CONNECT_TIMEOUT_S)
     except (OSError, TimeoutError, ValueError) as error:
-        if bar is not None:
-            bar.close()
+        account.close()
         raise SchedulerUnavailable(f"cannot reach the Dask scheduler at {scheduler!r} within {CONNECT_TIMEOUT_S:g} s: "
                                    f"{error}") from error
     try:
@@ -231,10 +251,8 @@ def _run_dask(function, tasks, names, scheduler, progress, desc) -> list[Outcome
             except Exception as error:  # noqa: BLE001 -- a task's error, or KilledWorker
                 results[index] = Outcome(names[index], error=_error_line(error))
             future.release()
-            if bar is not None:
-                bar.update(1)
+            account.finished(index, results[index])
     finally:
         client.close()
-        if bar is not None:
-            bar.close()
+        account.close()
     return [results[index] for index in range(len(tasks))]

@@ -1,0 +1,490 @@
+"""The paper runs side by side on one borrowed GPU machine: their plan, their processes, their status, the tarball.
+
+The machine is lent briefly (docs/method.md, "GPU kit"): every run must train there at once, outlive the command
+that started it, and be looked at by later commands, which bring back one small file. Here:
+
+* :func:`kit_inputs` -- what the twelve runs read and where it is here (a feature set that ``dvc repro`` left
+  unbuilt is built by :func:`build_feature_set` from its sources; a missing source is named with its command);
+* :func:`plan_rows` -- each run's schedule (``training.batches.schedule_steps`` of its params, never a fixed
+  count) against an assumed or measured step rate and the training budget of the lease;
+* :func:`spawn` -- a run as its own process session (``setsid``: it outlives the command), output to its log;
+  :func:`pid_alive` -- whether it still runs (a zombie or another program under a reused id does not);
+* :func:`run_status` -- done (a record), running, failed (dead without a record) or not started, with the step it
+  reached from its log (tqdm's ``N/M [..., R step/s]``);
+* :func:`write_tarball` -- the records, learning curves, log tails and the status table in one ``.tar.gz`` within
+  its size limit; :func:`import_tarball` puts its records into ``metrics/paper`` here, never losing a finished one.
+
+Everything the runs write on the machine stays under ignored folders (``gpu_runs/``, ``data/``): a later command's
+copy of the working tree leaves those alone.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from corpus.io import atomic_write_bytes
+from embeddings.cache import SPLITS, build_feature_cache
+from experiments.params import experiment_config
+from reporting.paper import PAPER_RUNS, record_path, record_problems
+from training.batches import schedule_steps
+
+#: where a record and its learning curve go in the tarball (and, imported, in the repository)
+RECORDS_ARCNAME = "metrics/paper"
+STATUS_ARCNAME = "gpu_kit_status"
+#: the modules a paper run imports on the machine (besides the repository's own)
+RUN_MODULES = ("torch", "transformers", "tokenizers", "safetensors", "numpy", "yaml", "tqdm", "matplotlib")
+_PROGRESS = re.compile(r"train:[^\r\n]*?(\d+)/(\d+) \[[^\]]*?([\d.]+)(step/s|s/step)")
+_PROGRESS_NO_RATE = re.compile(r"train:[^\r\n]*?(\d+)/(\d+) \[")
+
+
+class RunsError(ValueError):
+    """A launch, collect or import that cannot go on (a bad tarball, a state file that is not one)."""
+
+
+# ---------------------------------------------------------------------------------------------- the kit's inputs
+
+#: what builds a missing source of a feature set (the speech source, by type)
+BUILT_BY = {"speech2vec": "dvc repro speech2vec  (the audio stages: synthesize, align, features, speech2vec; "
+                          "~10 min on 2 CPU cores)",
+            "speech2vec-occurrence": "dvc repro speech2vec", "acoustic": "dvc repro features",
+            "pauses": "dvc repro fit_pauses"}
+#: the targets of the paper runs' inputs on the GPU machine (relative to the repository root)
+FEATURES_TARGET, FEATURE_SETS_TARGET = "data/features", "data/feature_sets"
+
+
+@dataclass
+class KitInputs:
+    """What the twelve runs read: caches built here, feature sets to build first (target -> folder), the prepared
+    splits they are scored on, the encoder, and what is missing (each with the command that makes it)."""
+    caches: dict[str, Path] = field(default_factory=dict)
+    build: dict[str, Path] = field(default_factory=dict)
+    prepared: dict[str, Path] = field(default_factory=dict)
+    encoder: Path | None = None
+    missing: list[str] = field(default_factory=list)
+    unbuilt: list[str] = field(default_factory=list)
+
+
+def kit_inputs(params: dict[str, Any], *, features: str | Path, feature_sets: str | Path, prepared: str | Path,
+               build_dir: str | Path, encoder: str | Path | None) -> KitInputs:
+    """Where each input of the paper runs is here: a built cache, or a feature set to build into ``build_dir`` from
+    sources that are here, or missing. ``encoder``: the checkpoint folder for ``pretrained: null`` (None: the
+    pinned package's)."""
+    found, embed, prepared = KitInputs(), params["embed"], Path(prepared)
+    for spec in PAPER_RUNS.values():
+        target = spec.features(FEATURES_TARGET, FEATURE_SETS_TARGET).as_posix()
+        source = spec.features(features, feature_sets)
+        if target in found.caches or target in found.unbuilt:
+            continue
+        if (source / "manifest.json").is_file():
+            found.caches[target] = source
+            continue
+        if spec.feature_set is None:
+            found.missing.append(f"{source}: the word-vector cache  ->  dvc repro embed")
+            continue
+        entry = (embed.get("feature_sets") or {}).get(spec.feature_set)
+        if entry is None:
+            found.missing.append(f"embed.feature_sets.{spec.feature_set}: not defined in params")
+            continue
+        found.unbuilt.append(target)
+        word, speech = entry.get("word_source") or embed["word_source"], entry.get("speech_source") or {}
+        needs = [(prepared / f"{split}.tsv", "dvc repro prepare") for split in SPLITS]
+        if word.get("type") != "none":
+            needs.append((Path(word["path"]), "dvc repro word_vectors"))
+        if speech.get("path"):
+            needs.append((Path(speech["path"]), BUILT_BY.get(speech.get("type"), "its stage in dvc.yaml")))
+        lacking = [f"{path} (for {target})  ->  {command}" for path, command in needs if not path.exists()]
+        found.missing += [line for line in lacking if line not in found.missing]
+        if not lacking:
+            found.build[target] = Path(build_dir) / spec.feature_set
+    found.prepared = {f"data/prepared/{s}.tsv": prepared / f"{s}.tsv"
+                      for s in sorted({*params["evaluate"]["test_splits"], "dev"})}
+    found.missing += [f"{path}: a prepared split  ->  dvc repro prepare" for path in found.prepared.values()
+                      if not path.is_file()]
+    try:
+        if any(_uses_default_encoder(params, spec.experiment) for spec in PAPER_RUNS.values()):
+            from models.pretrained import default_checkpoint_dir
+
+            found.encoder = Path(encoder) if encoder else default_checkpoint_dir()
+            if not (found.encoder / "config.json").is_file():
+                found.missing.append(f"{found.encoder}: no config.json, not the encoder's checkpoint folder")
+    except (ImportError, ValueError) as error:
+        found.missing.append(f"the encoder FF2/FFA start from: {error}")
+    return found
+
+
+def _uses_default_encoder(params: dict[str, Any], experiment: str) -> bool:
+    model, _ = experiment_config(params, experiment)
+    if model.get("pretrained", False) not in (None, False):
+        raise ValueError(f"experiment_defs.{experiment}.model.pretrained names {model['pretrained']!r}: the kit "
+                         "carries only the default encoder (pretrained: null)")
+    return "pretrained" in model
+
+
+def build_feature_set(params: dict[str, Any], name: str, prepared: str | Path, folder: Path) -> Path:
+    """Feature set ``name`` of ``embed.feature_sets`` built into ``folder`` as stage ``embed_set`` builds it."""
+    embed = params["embed"]
+    entry = embed["feature_sets"][name] or {}
+    build_feature_cache(prepared, folder, word_source=entry.get("word_source") or embed["word_source"],
+                        oov=embed["oov"], splits=SPLITS, vocab_min_count=int(embed["vocab_min_count"]),
+                        speech_source=entry.get("speech_source"), combine=entry.get("combine", "sum"))
+    return folder
+
+
+# ------------------------------------------------------------------------------------------------------ the plan
+
+
+def run_schedule(params: dict[str, Any], name: str, num_tokens: int) -> tuple[int, dict[str, Any]]:
+    """(steps, train settings) of paper run ``name`` on ``num_tokens`` training tokens, as its trainer counts them."""
+    _, train = experiment_config(params, PAPER_RUNS[name].experiment)
+    steps = schedule_steps(num_tokens, train)
+    if train.get("max_steps") is not None:
+        steps = min(steps, int(train["max_steps"]))
+    return steps, train
+
+
+def plan_rows(params: dict[str, Any], names: Sequence[str], num_tokens: int, budget_s: float,
+              measured: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    """Each run's schedule, step rate (measured where given, else ``gpu_kit.assumed_steps_per_s`` of params: by
+    experiment, else ``default``), the minutes it needs and whether it ends within ``budget_s`` of training."""
+    assumed = params["gpu_kit"]["assumed_steps_per_s"]
+    rows = []
+    for name in names:
+        experiment = PAPER_RUNS[name].experiment
+        steps, train = run_schedule(params, name, num_tokens)
+        rate, source = (measured[name], "measured") if measured and measured.get(name) else \
+            (float(assumed.get(experiment, assumed["default"])), "assumed")
+        seconds = steps / rate if rate > 0 else float("inf")
+        rows.append({"name": name, "experiment": experiment, "batch_size": int(train["batch_size"]),
+                     "epochs": int(train["epochs"]), "steps": steps, "steps_per_s": rate, "rate_source": source,
+                     "minutes": seconds / 60, "fits": seconds <= budget_s,
+                     "reached": min(1.0, budget_s / seconds) if seconds else 1.0})
+    return rows
+
+
+def plan_markdown(rows: list[dict[str, Any]], *, budget_s: float, num_tokens: int, lease_s: float) -> str:
+    """The plan as a table and a verdict: which runs end within the lease's training budget."""
+    lines = [f"Training budget {budget_s / 60:.0f} min of a {lease_s / 60:.0f}-min lease (all runs at once, "
+             f"{num_tokens:,} training tokens).", "",
+             "| run | experiment | batch | epochs | steps | steps/s | min needed | ends in the budget |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for row in rows:
+        verdict = "yes" if row["fits"] else f"no: stops at {100 * row['reached']:.0f} % (a partial record)"
+        lines.append(f"| {row['name']} | {row['experiment']} | {row['batch_size']} | {row['epochs']} | {row['steps']:,} "
+                     f"| {row['steps_per_s']:.2f} ({row['rate_source']}) | {row['minutes']:.1f} | {verdict} |")
+    short = [row["name"] for row in rows if not row["fits"]]
+    lines += ["", f"All {len(rows)} runs end within one lease." if not short else
+              f"{len(rows) - len(short)} of {len(rows)} runs end within one lease; {', '.join(short)} would need "
+              f"{max(row['minutes'] for row in rows):.0f} min at these rates and stop at the deadline with a partial "
+              "record (`full_schedule: false`).",
+              "", "Training steps only: the dev evaluations (every `eval_every_steps` and each epoch, on "
+              "`dev_eval_tokens`) come on top; with four paper Transformers sharing an H100 they took as long as the "
+              "steps (docs/results_history.md)."]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------- the processes
+
+
+def missing_modules(modules: Sequence[str] = RUN_MODULES) -> dict[str, str | None]:
+    """Each module's version (None where it cannot be imported), checked in a fresh interpreter."""
+    code = ("import importlib, json, sys\nfound = {}\nfor name in sys.argv[1:]:\n    try:\n"
+            "        found[name] = str(getattr(importlib.import_module(name), '__version__', 'present'))\n"
+            "    except Exception:\n        found[name] = None\nprint(json.dumps(found))\n")
+    result = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, timeout=600)
+    return json.loads(result.stdout) if result.returncode == 0 else {name: None for name in modules}
+
+
+def child_environment(*, threads: int, site_dir: Path | None, git_commit: str | None) -> dict[str, str]:
+    """The environment of a run: its share of the cores, the kit's encoder package first on the path, offline,
+    outliving the launch."""
+    env = dict(os.environ)
+    env.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false",
+                "PYTHONUNBUFFERED": "1", "TQDM_MININTERVAL": "5", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                # the trainer otherwise dies with its parent (training.checkpoints.exit_with_parent): here the
+                # parent is the launch, which returns at once, and the run must go on
+                "PUNCTUATION_KEEP_TRAINER": "1"})
+    if site_dir is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(site_dir).resolve()), env.get("PYTHONPATH")) if p)
+    if git_commit and not Path(".git").exists():  # a copy of the tree without git: the commit the kit was packed at
+        env["PAPER_GIT_COMMIT"] = git_commit
+    return env
+
+
+def spawn(command: Sequence[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    """Start ``command`` in a session of its own (``setsid``), stdout and stderr appended to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as handle:
+        handle.write(f"$ {' '.join(command)}\n".encode())
+        handle.flush()
+        return subprocess.Popen(list(command), stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+
+
+def pid_alive(pid: int, marker: Sequence[str]) -> bool:
+    """Whether process ``pid`` runs and is ours (its arguments hold each of ``marker``); a zombie is not alive."""
+    try:
+        os.waitpid(pid, os.WNOHANG)  # reaps it if it is our own finished child
+    except ChildProcessError:
+        pass
+    proc = Path(f"/proc/{pid}")
+    if not proc.exists():
+        try:
+            os.kill(pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True  # no /proc to look closer
+    try:
+        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        arguments = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X") and all(part in arguments for part in marker)
+
+
+def run_together(commands: dict[str, list[str]], logs_dir: Path, env: dict[str, str], timeout_s: float) -> None:
+    """Run every command at once (each in its own session, its log in ``logs_dir``) and wait for all of them; one
+    still running after ``timeout_s`` is ended (SIGTERM to its session, which holds that run alone)."""
+    processes = {name: spawn(command, logs_dir / f"{name}.log", env) for name, command in commands.items()}
+    end = time.monotonic() + timeout_s
+    for process in processes.values():
+        try:
+            process.wait(timeout=max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait()
+
+
+def runs_to_start(names: Sequence[str], state: dict[str, Any], records_dirs: Sequence[Path], *,
+                  rerun_partial: bool = False) -> tuple[list[str], dict[str, str]]:
+    """(runs to start, {run skipped: why}): a run with a record in the first of ``records_dirs`` (this machine's)
+    or a full-schedule one in the others (the repository's; a partial one too unless ``rerun_partial``) is done; a
+    run whose process still runs is left alone; every other is started (again)."""
+    start, skipped = [], {}
+    for name in names:
+        entry = (state.get("runs") or {}).get(name)
+        records = [json.loads(record_path(d, name).read_text(encoding="utf-8")) if record_path(d, name).is_file()
+                   else None for d in records_dirs]
+        if records[0] is not None or any(r and (r["run"].get("full_schedule") or not rerun_partial)
+                                         for r in records[1:]):
+            skipped[name] = "recorded"
+        elif entry and pid_alive(int(entry["pid"]), entry["marker"]):
+            skipped[name] = f"still running (pid {entry['pid']})"
+        else:
+            start.append(name)
+    return start, skipped
+
+
+def load_state(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise RunsError(f"{path}: not valid JSON ({error}); move it away to start afresh") from error
+
+
+def save_state(path: Path, state: dict[str, Any]) -> None:
+    atomic_write_bytes(path, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode())
+
+
+# ---------------------------------------------------------------------------------------------------- the status
+
+
+def log_progress(log: Path) -> dict[str, Any]:
+    """The last training progress a run's log shows: ``{"step", "steps", "steps_per_s"}`` (empty: none yet)."""
+    if not log.is_file():
+        return {}
+    text = _tail(log, 1 << 16)
+    match = ([None] + list(_PROGRESS.finditer(text)))[-1]
+    if match is not None:
+        rate = float(match.group(3))
+        rate = rate if match.group(4) == "step/s" else (1 / rate if rate else 0.0)
+        return {"step": int(match.group(1)), "steps": int(match.group(2)), "steps_per_s": round(rate, 2)}
+    found = list(_PROGRESS_NO_RATE.finditer(text))
+    return {"step": int(found[-1].group(1)), "steps": int(found[-1].group(2))} if found else {}
+
+
+def _tail(path: Path, size: int) -> str:
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - size))
+        return handle.read().decode("utf-8", errors="replace")
+
+
+def clean_tail(path: Path, size: int) -> str:
+    """The last ``size`` bytes of a log as it reads on a terminal: of each progress line its last update only."""
+    return "\n".join(line.rsplit("\r", 1)[-1] for line in _tail(path, size).split("\n"))
+
+
+def run_status(name: str, records_dirs: Sequence[Path], state: dict[str, Any], logs_dir: Path) -> dict[str, Any]:
+    """``{"name", "status", "step", "steps", "steps_per_s", "device", "full_schedule"}`` of a run on the machine:
+    done where one of ``records_dirs`` (the machine's, the repository's) holds its record."""
+    entry = (state.get("runs") or {}).get(name)
+    status: dict[str, Any] = {"name": name, "status": "not started"}
+    for records_dir in records_dirs:
+        if record_path(records_dir, name).is_file():
+            info = json.loads(record_path(records_dir, name).read_text(encoding="utf-8"))["run"]
+            return {**status, "status": "done", "step": info["steps_completed"], "steps": info["steps_scheduled"],
+                    "steps_per_s": info.get("steps_per_s"), "device": info.get("device"),
+                    "full_schedule": info.get("full_schedule"), "record": str(record_path(records_dir, name))}
+    if entry is not None:
+        alive = pid_alive(int(entry["pid"]), entry["marker"])
+        status.update(log_progress(logs_dir / f"{name}.log"), status="running" if alive else "failed",
+                      pid=int(entry["pid"]))
+    return status
+
+
+def gpu_facts() -> dict[str, Any]:
+    """The GPU's name and each process's memory (MiB by pid), from ``nvidia-smi``; empty without one."""
+    def query(*args: str) -> list[list[str]]:
+        try:
+            out = subprocess.run(["nvidia-smi", *args, "--format=csv,noheader,nounits"], capture_output=True,
+                                 text=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError):
+            return []
+        return [[cell.strip() for cell in line.split(",")] for line in out.splitlines() if line.strip()]
+    names = query("--query-gpu=name")
+    memory = {int(pid): float(mib) for pid, mib in query("--query-compute-apps=pid,used_memory")
+              if pid.isdigit() and mib.replace(".", "", 1).isdigit()}
+    return {"gpu": names[0][0] if names else None, "memory_mib": memory}
+
+
+def status_markdown(statuses: list[dict[str, Any]], *, gpu: dict[str, Any], deadline: float | None) -> str:
+    """The status table; ``gpu`` is :func:`gpu_facts` (a running run's GPU memory by its pid)."""
+    left = "" if deadline is None else f"; training deadline in {max(0.0, deadline - time.time()) / 60:.1f} min"
+    lines = [f"GPU: {gpu.get('gpu') or 'none seen (nvidia-smi)'}{left}", "",
+             "| run | status | step (of schedule) | steps/s | device | GPU MiB | full schedule |",
+             "|---|---|---|---|---|---|---|"]
+    for s in statuses:
+        step = f"{s['step']:,} (of {s['steps']:,})" if s.get("steps") else "–"
+        full = {True: "yes", False: "**no**"}.get(s.get("full_schedule"), "–")
+        memory = (gpu.get("memory_mib") or {}).get(s.get("pid")) if s["status"] == "running" else None
+        lines.append(f"| {s['name']} | {s['status']} | {step} | {s.get('steps_per_s') or '–'} | "
+                     f"{s.get('device') or '–'} | {'–' if memory is None else f'{memory:.0f}'} | {full} |")
+    counts = {k: sum(s["status"] == k for s in statuses) for k in ("done", "running", "failed", "not started")}
+    lines += ["", ", ".join(f"{n} {k}" for k, n in counts.items() if n)]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------- the tarball
+
+
+def write_tarball(path: Path, *, records: dict[str, Path], status_files: dict[str, bytes], logs: dict[str, Path],
+                  limit_bytes: int, tail_bytes: int) -> int:
+    """``path`` (.tar.gz): records and curves under ``metrics/paper/``, status files and log tails under
+    ``gpu_kit_status/``. Log tails shrink until it fits ``limit_bytes``; returns its size (a :class:`RunsError`
+    if even without logs it would not)."""
+    while True:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+            def add(name: str, data: bytes) -> None:
+                member = tarfile.TarInfo(name)
+                member.size, member.mtime, member.mode = len(data), int(time.time()), 0o644
+                archive.addfile(member, io.BytesIO(data))
+            for name, record in sorted(records.items()):
+                add(f"{RECORDS_ARCNAME}/{name}.json", record.read_bytes())
+                curve = record.with_suffix(".history.csv")
+                if curve.is_file():
+                    add(f"{RECORDS_ARCNAME}/{name}.history.csv", curve.read_bytes())
+            for name, data in sorted(status_files.items()):
+                add(f"{STATUS_ARCNAME}/{name}", data)
+            for name, log in sorted(logs.items()):
+                if tail_bytes and log.is_file():
+                    add(f"{STATUS_ARCNAME}/logs/{name}.log", clean_tail(log, tail_bytes).encode())
+        if len(buffer.getvalue()) <= limit_bytes:
+            atomic_write_bytes(path, buffer.getvalue())
+            return len(buffer.getvalue())
+        if not tail_bytes:
+            raise RunsError(f"{path}: {len(buffer.getvalue()) / 2**20:.1f} MiB even without logs, over the limit of "
+                            f"{limit_bytes / 2**20:.1f} MiB (params gpu_kit.tarball_limit_mib)")
+        tail_bytes = tail_bytes // 4 if tail_bytes > 1024 else 0
+
+
+def tarball_records(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The well-formed records in a tarball by name (a :class:`RunsError` naming any bad member or record)."""
+    return {name: json.loads(data) for name, (data, _) in _read_tarball(path)[0].items()}
+
+
+def _read_tarball(path: str | Path) -> tuple[dict[str, tuple[bytes, bytes | None]], dict[str, bytes]]:
+    """({name: (record bytes, curve bytes or None)}, {status file: bytes}), every member checked."""
+    records, curves, status = {}, {}, {}
+    try:
+        with tarfile.open(path, mode="r:*") as archive:
+            for member in archive.getmembers():
+                name = member.name
+                parts = Path(name).parts
+                if member.isdir():
+                    continue
+                if not member.isfile() or name.startswith("/") or ".." in parts:
+                    raise RunsError(f"{path}: member {name!r} is not a plain file inside the archive")
+                data = archive.extractfile(member).read()
+                if name.startswith(f"{STATUS_ARCNAME}/"):
+                    status[name[len(STATUS_ARCNAME) + 1:]] = data
+                elif len(parts) == 3 and name.startswith(f"{RECORDS_ARCNAME}/") and parts[-1].endswith(".history.csv"):
+                    curves[parts[-1][:-len(".history.csv")]] = data
+                elif len(parts) == 3 and name.startswith(f"{RECORDS_ARCNAME}/") and parts[-1].endswith(".json"):
+                    records[parts[-1][:-len(".json")]] = data
+                else:
+                    raise RunsError(f"{path}: unexpected member {name!r}")
+    except (OSError, tarfile.TarError) as error:
+        raise RunsError(f"{path}: not a readable tarball ({error})") from error
+    for name, data in records.items():
+        if name not in PAPER_RUNS:
+            raise RunsError(f"{path}: {RECORDS_ARCNAME}/{name}.json is not a paper run ({', '.join(PAPER_RUNS)})")
+        try:
+            problems = record_problems(name, json.loads(data))
+        except ValueError as error:
+            problems = [f"not valid JSON ({error})"]
+        if problems:
+            raise RunsError(f"{path}: {RECORDS_ARCNAME}/{name}.json: {'; '.join(problems)}")
+    return {name: (data, curves.get(name)) for name, data in records.items()}, status
+
+
+def import_tarball(path: str | Path, records_dir: str | Path, status_dir: str | Path, *,
+                   replace: bool = False) -> dict[str, list[str]]:
+    """Put the records of a tarball (and their curves) into ``records_dir``, its status and logs into
+    ``status_dir``. A record already there is replaced by a full-schedule one when it is partial, kept when it is
+    full and the new one is not, and otherwise kept unless ``replace`` (finished work is never lost unasked)."""
+    records, status = _read_tarball(path)
+    done: dict[str, list[str]] = {"imported": [], "unchanged": [], "kept": []}
+    for name, (data, curve) in sorted(records.items()):
+        target = record_path(records_dir, name)
+        if target.is_file() and target.read_bytes() == data:
+            done["unchanged"].append(name)
+            continue
+        if target.is_file():
+            old, new = (bool(json.loads(d)["run"].get("full_schedule")) for d in (target.read_bytes(), data))
+            if old and not new:
+                done["kept"].append(f"{name} (the full-schedule record there; the new one is partial)")
+                continue
+            if old == new and not replace:
+                done["kept"].append(f"{name} (a different record is there; --replace takes the new one)")
+                continue
+        atomic_write_bytes(target, data)
+        curve_path = Path(records_dir) / f"{name}.history.csv"
+        if curve is not None:
+            atomic_write_bytes(curve_path, curve)
+        else:
+            curve_path.unlink(missing_ok=True)
+        done["imported"].append(name)
+    for name, data in status.items():
+        atomic_write_bytes(Path(status_dir) / name, data)
+    return done
+
+
+def travelling_files(repo: str | Path = ".") -> list[Path]:
+    """The files a GPU machine gets of the working tree: tracked and untracked-not-ignored (``git ls-files``)."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo,
+                         capture_output=True, timeout=120, check=True).stdout
+    return [Path(repo) / name for name in sorted(set(out.decode().split("\0"))) if name
+            and (Path(repo) / name).is_file()]

@@ -1,0 +1,295 @@
+"""The GPU kit (``python -m pipeline.paper pack | plan | launch | collect | import``; reporting/gpu_kit.py,
+reporting/gpu_runs.py): a kit that rebuilds every input byte for byte, is the same bytes when packed again, stays
+within its limit and names what is missing; the plan counts steps from params; a tarball whose records import
+without losing finished work; and, slow, the whole rehearsal of a lease on the CPU (scripts/gpu_kit_rehearsal.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from embeddings.cache import build_feature_cache
+from pipeline import paper
+from reporting import gpu_runs
+from reporting.gpu_kit import ENCODER_PACKAGE, KIT_FILE, KitError, read_index, unpack_kit
+from reporting.paper import PAPER_RUNS
+from tests.fixture_checkpoints import make_checkpoint
+from tests.fixture_corpus import FILLER, TINY_BLSTM, TINY_MODEL, TINY_TRAIN, write_prepared_corpus
+from tests.helpers import REPO, write_word2vec_text
+
+FF2 = {"name": "ff2", "pretrained": None, "interaction": True, "use_pretrained_stream": True, "use_second_stream": True,
+       "second_dim": 16, "second_layers": 1, "second_heads": 2, "fusion_heads": 2, "fusion_ffn": 32, "dropout": 0.1,
+       "rdrop_alpha": 1.0, "max_subwords": 120}
+TINY_MODELS = {
+    "transformer": TINY_MODEL, "blstm": TINY_BLSTM, "lstm": {"name": "lstm", "hidden": 16, "layers": 1, "dropout": 0.1},
+    "drnn_lwma": {"name": "drnn_lwma", "hidden": 8, "layers": 1, "heads": 2, "layerwise": True, "dropout": 0.1},
+    "wrn": {"name": "wrn", "channels": 8, "widen": 2, "blocks": 1, "dropout": 0.1},
+    "wrn_blstm": {"name": "wrn_blstm", "channels": 8, "widen": 2, "blocks": 1, "lstm_hidden": 8, "dropout": 0.1},
+    "conv": {"name": "conv", "channels": 16, "blocks": 1, "dropout": 0.1}, "ff2": FF2, "ffa": {**FF2, "name": "ffa"},
+}
+GPU_KIT = {"pack_limit_mib": 56, "travel_limit_mib": 64, "tarball_limit_mib": 16, "lease_s": 1800,
+           "train_budget_s": 1260, "collect_wait_s": 60, "measure_timeout_s": 300, "log_tail_kib": 8,
+           "assumed_steps_per_s": {"default": 5.0, "transformer": 2.0}}
+
+
+def tiny_params(root: Path, vectors: Path, speech: Path, **gpu_kit) -> dict:
+    """Every paper experiment at a tiny size on the fixture corpus, the four inputs of the transformer runs."""
+    speech_source = {"type": "word2vec-text", "path": str(speech)}
+    return {
+        "profile": "small", "experiments": [], "data": {"train_tokens": 1200},
+        "embed": {"word_source": {"type": "word2vec-text", "path": str(vectors)}, "oov": "random",
+                  "vocab_min_count": 1,
+                  "feature_sets": {"word": {}, "learned": {"word_source": {"type": "none"}},
+                                   "speech": {"word_source": {"type": "none"}, "speech_source": speech_source},
+                                   "word_speech": {"speech_source": speech_source, "combine": "sum"}}},
+        "evaluate": {"test_splits": ["ref", "asr"], "window": 30, "stride": 15, "batch_size": 16, "device": "cpu"},
+        "train": {**TINY_TRAIN, "epochs": 1, "eval_every_steps": 4, "log_every_steps": 2, "dev_eval_tokens": 200},
+        "experiment_defs": {name: {"model": model, "train": {}} for name, model in TINY_MODELS.items()},
+        "profiles": {name: {"data": {}, "train": {}, "experiments": {e: {} for e in TINY_MODELS}}
+                     for name in ("small", "paper")},
+        "gpu_kit": {**GPU_KIT, **gpu_kit},
+    }
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """A tiny corpus, prepared; its word-vector cache; a second vector file as the speech source; a tiny BERT."""
+    root = tmp_path_factory.mktemp("kit_inputs")
+    corpus = write_prepared_corpus(root, root / "prepared", talks=10, sentences_per_talk=12, train_tokens=1200)
+    rng = np.random.default_rng(5)
+    speech = write_word2vec_text(root / "speech.txt", {w: list(rng.normal(size=8)) for w in FILLER[:12]})
+    params = tiny_params(root, corpus["vectors"], speech)
+    (root / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    build_feature_cache(root / "prepared", root / "features", word_source=params["embed"]["word_source"], oov="random")
+    make_checkpoint(root / "encoder", "bert")
+    return root
+
+
+def pack_args(root: Path, kit: Path, params: Path | None = None) -> list[str]:
+    return ["--params", str(params or root / "params.yaml"), "pack", "--kit", str(kit), "--features",
+            str(root / "features"), "--feature-sets", str(root / "feature_sets"), "--prepared", str(root / "prepared"),
+            "--build-dir", str(root / "built"), "--encoder", str(root / "encoder")]
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def kit(inputs, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("kit") / "gpu_kit"
+    assert paper.main(pack_args(inputs, folder)) == 0
+    return folder
+
+
+def test_the_kit_rebuilds_every_input_byte_for_byte_and_packs_to_the_same_bytes(inputs, kit, tmp_path, capsys):
+    assert {p.name for p in (inputs / "built").iterdir()} == {"learned", "speech", "word_speech"}  # built by pack
+    again = tmp_path / "again"
+    assert paper.main(pack_args(inputs, again)) == 0
+    assert (again / KIT_FILE).read_bytes() == (kit / KIT_FILE).read_bytes()
+    assert "MiB (limit 56 MiB)" in capsys.readouterr().out
+
+    root, site = tmp_path / "machine", tmp_path / "site"
+    done = unpack_kit(kit / KIT_FILE, root, site)
+    assert digest(root / "data/features") == digest(inputs / "features")
+    for name in ("learned", "speech", "word_speech"):
+        assert digest(root / "data/feature_sets" / name) == digest(inputs / "built" / name)
+    for split in ("ref", "asr", "dev"):
+        assert (root / f"data/prepared/{split}.tsv").read_bytes() == (inputs / f"prepared/{split}.tsv").read_bytes()
+    assert not (root / "data/prepared/train.tsv").exists()  # the caches hold the training split
+    assert unpack_kit(kit / KIT_FILE, root, site)["unpacked"] == [] and len(done["present"]) == 0
+
+    # the encoder: a stand-in of the pip package, its weights the original's rounded to float16, as float32
+    import torch
+    from safetensors.torch import load_file
+
+    model = site / ENCODER_PACKAGE / "model"
+    assert (model / "config.json").read_bytes() == (inputs / "encoder/config.json").read_bytes()
+    original, rebuilt = (load_file(str(p / "model.safetensors")) for p in (inputs / "encoder", model))
+    assert rebuilt.keys() == original.keys()
+    for key, value in original.items():
+        assert rebuilt[key].dtype == value.dtype
+        expected = value.to(torch.float16).to(torch.float32) if value.dtype == torch.float32 else value
+        assert torch.equal(rebuilt[key], expected), key
+    code = f"import {ENCODER_PACKAGE} as m; print(m.__file__)"
+    found = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(site)}, capture_output=True, text=True)
+    assert found.stdout.strip() == str(site / ENCODER_PACKAGE / "__init__.py")
+
+
+def test_unpacking_never_overwrites_other_content_unasked(kit, inputs, tmp_path):
+    root = tmp_path / "machine"
+    (root / "data/features").mkdir(parents=True)
+    (root / "data/features/manifest.json").write_text("{}")
+    with pytest.raises(KitError, match="exists with other content"):
+        unpack_kit(kit / KIT_FILE, root, tmp_path / "site")
+    assert "data/features" in unpack_kit(kit / KIT_FILE, root, tmp_path / "site", force=True)["unpacked"]
+    assert digest(root / "data/features") == digest(inputs / "features")
+
+
+def test_a_kit_over_its_limit_is_refused_and_the_old_one_kept(inputs, kit, tmp_path, capsys):
+    params = yaml.safe_load((inputs / "params.yaml").read_text())
+    params["gpu_kit"]["pack_limit_mib"] = 0.01
+    small = tmp_path / "params.yaml"
+    small.write_text(yaml.safe_dump(params))
+    before = (kit / KIT_FILE).read_bytes()
+    assert paper.main(pack_args(inputs, kit, small)) == 2
+    err = capsys.readouterr().err
+    assert "over its limit of 0.0 MiB (params gpu_kit.pack_limit_mib); its largest parts: encoder model.safetensors" in err
+    assert (kit / KIT_FILE).read_bytes() == before
+
+
+def test_pack_names_each_missing_input_and_the_command_that_builds_it(inputs, tmp_path, capsys):
+    params = yaml.safe_load((inputs / "params.yaml").read_text())
+    params["embed"]["feature_sets"]["speech"]["speech_source"] = {"type": "speech2vec", "path": str(tmp_path / "s2v")}
+    changed = tmp_path / "params.yaml"
+    changed.write_text(yaml.safe_dump(params))
+    args = pack_args(inputs, tmp_path / "kit", changed)
+    args[args.index("--features") + 1] = str(tmp_path / "no_features")
+    assert paper.main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'no_features'}: the word-vector cache  ->  dvc repro embed" in err
+    assert f"{tmp_path / 's2v'} (for data/feature_sets/speech)  ->  dvc repro speech2vec" in err
+    assert not (tmp_path / "kit").exists()
+
+
+def test_the_plan_counts_each_run_s_steps_from_params(inputs, capsys):
+    from experiments.params import load_params
+    from training.batches import schedule_steps
+
+    params = load_params(inputs / "params.yaml", profile="paper")
+    rows = {row["name"]: row for row in gpu_runs.plan_rows(params, list(PAPER_RUNS), 100_000, budget_s=60)}
+    steps = schedule_steps(100_000, {**params["train"]})
+    assert rows["transformer_word"]["steps"] == steps and rows["blstm"]["steps"] == steps
+    assert rows["transformer_word"]["steps_per_s"] == 2.0 and rows["lstm"]["steps_per_s"] == 5.0
+    assert rows["transformer_word"]["fits"] is (steps / 2.0 <= 60) and rows["blstm"]["fits"] is (steps / 5.0 <= 60)
+    params["active"]["experiments"]["transformer"]["train"]["epochs"] = 10  # a new recipe: ten times the steps
+    rows = {row["name"]: row for row in gpu_runs.plan_rows(params, ["transformer_word"], 100_000, budget_s=60,
+                                                            measured={"transformer_word": 50.0})}
+    assert rows["transformer_word"]["steps"] == 10 * steps and rows["transformer_word"]["rate_source"] == "measured"
+    assert paper.main(["--params", str(inputs / "params.yaml"), "plan", "--kit", str(inputs / "nokit"), "--features",
+                       str(inputs / "features")]) == 0
+    out = capsys.readouterr().out
+    assert "| transformer_word | transformer | 8 | 1 |" in out and "(training tokens from" in out
+
+
+def record_of(name: str, *, full: bool = True, f1: float = 0.5) -> dict:
+    scores = {key: {"precision": f1, "recall": f1, "f1": f1} for key in ("OVERALL", "COMMA", "PERIOD", "QUESTION")}
+    return {"ref": {**scores, "SER": 0.5}, "asr": {**scores, "SER": 0.6},
+            "run": {"name": name, "steps_completed": 10 if full else 5, "steps_scheduled": 10, "full_schedule": full}}
+
+
+def write_records(folder: Path, records: dict[str, dict]) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, record in records.items():
+        paths[name] = folder / f"{name}.json"
+        paths[name].write_text(json.dumps(record))
+        (folder / f"{name}.history.csv").write_text("step,train_loss\n1,0.5\n")
+    return paths
+
+
+def test_records_come_back_in_one_tarball_and_import_without_losing_finished_work(tmp_path):
+    log = tmp_path / "blstm.log"
+    log.write_text("start\n" + "x" * 100_000 + "\rtrain:  50%|##  | 5/10 [00:01<00:01,  4.20step/s]\n")
+    machine = write_records(tmp_path / "machine", {"blstm": record_of("blstm"), "lstm": record_of("lstm", full=False)})
+    tarball = tmp_path / "out" / "r.tar.gz"
+    size = gpu_runs.write_tarball(tarball, records=machine, status_files={"status.md": b"| run |\n"},
+                                  logs={"blstm": log}, limit_bytes=2000, tail_bytes=64 * 1024)
+    assert size <= 2000  # the log tail shrank to fit
+    assert set(gpu_runs.tarball_records(tarball)) == {"blstm", "lstm"}
+
+    records, status = tmp_path / "metrics/paper", tmp_path / "status"
+    write_records(records, {"lstm": record_of("lstm", full=False, f1=0.1), "blstm": record_of("blstm", full=False)})
+    done = gpu_runs.import_tarball(tarball, records, status)
+    assert done["imported"] == ["blstm"]  # a full record replaces a partial one
+    assert done["kept"] == ["lstm (a different record is there; --replace takes the new one)"]
+    assert json.loads((records / "blstm.json").read_text())["run"]["full_schedule"] is True
+    assert (records / "blstm.history.csv").read_text().startswith("step,") and (status / "status.md").is_file()
+    assert gpu_runs.import_tarball(tarball, records, status, replace=True)["imported"] == ["lstm"]
+    assert gpu_runs.import_tarball(tarball, records, status)["unchanged"] == ["blstm", "lstm"]
+
+    write_records(records, {"lstm": record_of("lstm", f1=0.9)})  # full there, partial coming: never replaced
+    assert gpu_runs.import_tarball(tarball, records, status, replace=True)["kept"][0].startswith("lstm (the full")
+
+
+@pytest.mark.parametrize("bad, message", [({"ref": {}}, "no 'asr'"), (None, "lacks precision/recall/f1")])
+def test_a_tarball_with_a_bad_record_or_member_is_refused_naming_it(tmp_path, bad, message):
+    record = record_of("conv") if bad is None else bad
+    if bad is None:
+        del record["asr"]["PERIOD"]
+    machine = write_records(tmp_path / "m", {"conv": record})
+    tarball = tmp_path / "r.tar.gz"
+    gpu_runs.write_tarball(tarball, records=machine, status_files={}, logs={}, limit_bytes=10**6, tail_bytes=0)
+    with pytest.raises(gpu_runs.RunsError, match=f"metrics/paper/conv.json: .*{message}"):
+        gpu_runs.import_tarball(tarball, tmp_path / "records", tmp_path / "status")
+    assert not (tmp_path / "records").exists()
+    with pytest.raises(gpu_runs.RunsError, match="even without logs"):
+        gpu_runs.write_tarball(tmp_path / "big.tar.gz", records=machine, status_files={"x": np.random.default_rng(0).bytes(5000)},
+                               logs={}, limit_bytes=1000, tail_bytes=0)
+
+
+def test_a_second_launch_starts_only_the_runs_without_a_record_or_a_process(tmp_path):
+    machine, repo = tmp_path / "machine", tmp_path / "repo"
+    write_records(machine, {"blstm": record_of("blstm", full=False)})
+    write_records(repo, {"lstm": record_of("lstm"), "conv": record_of("conv", full=False)})
+    sleeper = gpu_runs.spawn([sys.executable, "-c", "import time; time.sleep(30)", "pipeline.paper", "run", "wrn"],
+                             tmp_path / "wrn.log", {})
+    state = {"runs": {"wrn": {"pid": sleeper.pid, "marker": ["pipeline.paper", "run", "wrn"]},
+                      "ff2": {"pid": 999_999_999, "marker": ["pipeline.paper", "run", "ff2"]}}}
+    try:
+        names = ["blstm", "lstm", "conv", "wrn", "ff2"]
+        start, skipped = gpu_runs.runs_to_start(names, state, [machine, repo])
+        assert start == ["ff2"] and set(skipped) == {"blstm", "lstm", "conv", "wrn"}  # ff2's process is gone
+        assert skipped["wrn"] == f"still running (pid {sleeper.pid})"
+        assert gpu_runs.runs_to_start(names, state, [machine, repo], rerun_partial=True)[0] == ["conv", "ff2"]
+    finally:
+        sleeper.kill()
+        sleeper.wait(timeout=30)
+
+
+def test_a_run_s_environment_lets_it_outlive_the_launch_and_share_the_cores(tmp_path):
+    env = gpu_runs.child_environment(threads=2, site_dir=tmp_path / "site", git_commit="abc")
+    assert env["PUNCTUATION_KEEP_TRAINER"] == "1"  # else the trainer dies with the launch (exit_with_parent)
+    assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "2"
+    assert env["PYTHONPATH"].split(":")[0] == str((tmp_path / "site").resolve())
+
+
+def test_progress_comes_from_the_log_and_a_finished_process_is_not_alive(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("train:   1%|          | 12/900 [00:03<03:40,  4.02step/s]\rtrain:   2%|2   | 20/900 "
+                   "[00:05<03:38,  1.25s/step, loss=0.52]\n")
+    assert gpu_runs.log_progress(log) == {"step": 20, "steps": 900, "steps_per_s": 0.8}
+    process = gpu_runs.spawn([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "p.log", {})
+    assert gpu_runs.pid_alive(process.pid, [sys.executable])
+    assert not gpu_runs.pid_alive(process.pid, ["pipeline.paper"])  # another program under that id is not ours
+    process.kill()
+    process.wait(timeout=30)
+    assert not gpu_runs.pid_alive(process.pid, [sys.executable])
+
+
+@pytest.mark.slow  # ~3-5 min on one core: 2 x 12 processes, each starting torch; the whole lease, rehearsed
+def test_the_rehearsal_runs_the_kit_as_the_gpu_machine_would(inputs, kit, tmp_path):
+    """Only what travels, in an empty folder with no ../shared and no network: launch (measuring first), collect
+    until all twelve are recorded, the tarball within its limits, a second launch starting nothing, the import."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import gpu_kit_rehearsal
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    python = gpu_kit_rehearsal.default_python()
+    report = gpu_kit_rehearsal.rehearse(
+        repo=REPO, kit=kit, work=tmp_path / "work", python=python, params=inputs / "params.yaml",
+        settings=["max_steps=4"], measure_steps=2, timeout_s=1200)
+    assert report["problems"] == [], "\n".join(report["problems"] + report["output"][-40:])
+    assert sorted(report["records"]) == sorted(PAPER_RUNS)
+    assert report["tarball_bytes"] <= 16 * 2**20 and report["travel_bytes"] <= 64 * 2**20
+    assert all(r["run"]["steps_completed"] == 4 and r["run"]["kit"]["git"] for r in report["records"].values())
+    assert read_index(kit / KIT_FILE)["encoder"]["package"] == ENCODER_PACKAGE
