@@ -3,6 +3,7 @@
     python scripts/transformer_recipe.py run [--readings paper vaswani ...] [--steps 1000] [--width reduced]
     python scripts/transformer_recipe.py diagnose NAME [--tokens 20000]     # teacher-forced argmax vs greedy
     python scripts/transformer_recipe.py report                              # reports/transformer_recipe.md
+    python scripts/transformer_recipe.py candidate NAME --model '{...}' --train '{...}'   # a small-profile run
 
 The paper fixes the architecture (6+6 layers, d_model 512, 8 heads, FFN 2048, dropout 0.1, post-norm as in Vaswani
 et al.), label smoothing 0.1, Adam with clipping, an "initial learning rate" of 1e-4, 4,000 warm-up steps "according
@@ -185,7 +186,7 @@ def plot(results: dict[str, dict], path: Path) -> None:
             steps, loss = zip(*result["train_loss"])
             axes[1].plot(steps, loss, label=name, **style)
     axes[0].set(xlabel="step", ylabel="dev F1 (%)", title="dev F1 (greedy, windows as punctuate)")
-    axes[1].set(xlabel="step", ylabel="training loss (label smoothing 0.1)", title="training loss")
+    axes[1].set(xlabel="step", ylabel="training loss (label smoothing 0.1)", title="training loss", ylim=(0.55, 0.85))
     for ax in axes:
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
@@ -219,6 +220,32 @@ def summary_table(results: dict[str, dict]) -> str:
         rows.append(f"| {name} | {r['what']} | " + " | ".join(cells)
                     + f" | {first if first is not None else 'never'} | {loss:.3f} | {tokens / 1e6:.2f}M |")
     return "\n".join(rows)
+
+
+def run_candidate(args: argparse.Namespace) -> int:
+    """Train and score one candidate of the small profile; its figures go to ``--out``/candidates/NAME.json."""
+    from evaluation.benchmark import evaluate_model
+    from training import train_model
+
+    params = load_params(args.params, profile="small")
+    model, train = experiment_config(params, "transformer")
+    model, train = {**model, **args.model}, {**train, **args.train}
+    work = args.work / "candidates" / args.name
+    started = time.perf_counter()
+    result = train_model(args.features, work / "model", work / "state", model_config=model, train_config=train,
+                         window=params["evaluate"]["window"], stride=params["evaluate"]["stride"])
+    seconds = time.perf_counter() - started
+    scores = evaluate_model(work / "model", "data/prepared", work / "predictions", splits=["ref", "asr"],
+                            segmented_splits=["ref"])
+    record = {"name": args.name, "model": model, "train": train, "train_s": round(seconds),
+              "best_dev": result.metrics["best_dev_f1"], "best_step": result.metrics["best_step"],
+              "steps": result.metrics["steps"], "ref": scores["ref"]["OVERALL"]["f1"],
+              "asr": scores["asr"]["OVERALL"]["f1"], "ref_seg": scores["ref_segmented"]["OVERALL"]["f1"]}
+    path = args.out / "candidates" / f"{args.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+    print(json.dumps(record))
+    return 0
 
 
 TABLE_START, TABLE_END = "<!-- readings:start -->", "<!-- readings:end -->"
@@ -288,10 +315,18 @@ def main(argv: list[str] | None = None) -> int:
     diagnose_parser = commands.add_parser("diagnose")
     diagnose_parser.add_argument("names", nargs="+")
     diagnose_parser.add_argument("--tokens", type=int, default=20000)
+    candidate_parser = commands.add_parser(
+        "candidate", help="a small-profile candidate: experiment transformer of profile small with MODEL and TRAIN "
+        "settings over it, trained, then scored on Ref/ASR (and Ref cut at gold sentence ends)")
+    candidate_parser.add_argument("name")
+    candidate_parser.add_argument("--model", type=json.loads, default={}, help="JSON object over the model")
+    candidate_parser.add_argument("--train", type=json.loads, default={}, help="JSON object over train")
     commands.add_parser("list")
     report_parser = commands.add_parser("report", help="the table and figure of every reading in --out")
     report_parser.add_argument("--report", type=Path, default=Path("reports/transformer_recipe.md"))
     args = parser.parse_args(argv)
+    if args.command == "candidate":
+        return run_candidate(args)
     params = load_params(args.params, profile="paper")
     d_model = int(reading_config(params, args.width, "paper")[0]["d_model"])
     names = list(readings(d_model))
