@@ -7,34 +7,22 @@ import json
 import random
 from pathlib import Path
 
-from tests.fixture_corpus import TINY_BLSTM, TINY_MODEL, TINY_TRAIN, write_prepared_corpus
-from tests.fixture_real_speech import talk_words, write_real_talks
+from tests.fixture_corpus import TINY_BLSTM, TINY_MODEL, TINY_TRAIN
+from tests.fixture_real_speech import TIMING_FEATURES, talk_words, timed_feature_caches
 
-FEATURES = ["pause", "duration"]
+FEATURES = TIMING_FEATURES
 
 
 def train_models(root: Path) -> dict[str, Path]:
     """``timing``: a BLSTM that reads timing cues (as punctuate's audio model); ``transformer``: the reduced
     Transformer over words (decodes label by label). A few steps each: their marks are arbitrary."""
-    from embeddings.cache import SPLITS, build_feature_cache
-    from realspeech.cues import fit_pause_model, simulate_split_cues
     from training import train_model
 
-    corpus = write_prepared_corpus(root / "corpus", root / "prepared", talks=8, sentences_per_talk=10,
-                                   train_tokens=800)
-    talks = write_real_talks(root / "ted_real")
-    pauses = fit_pause_model(root / "ted_real", talks, min_pool=5)
-    simulate_split_cues(pauses, root / "prepared", root / "pauses", splits=SPLITS, simulate=["train", "dev"], seed=3,
-                        dropout_fraction=0.25, dropout_span=20)
-    word_source = {"type": "word2vec-text", "path": str(corpus["vectors"])}
-    build_feature_cache(root / "prepared", root / "features", word_source=word_source, oov="random")
-    build_feature_cache(root / "prepared", root / "fs_timed", word_source=word_source, oov="random",
-                        speech_source={"type": "pauses", "path": str(root / "pauses" / "timed"), "features": FEATURES},
-                        combine="concat")
+    caches = timed_feature_caches(root)
     train = {**TINY_TRAIN, "max_steps": 4, "eval_every_steps": 4, "dev_eval_tokens": 100}
-    train_model(root / "fs_timed", root / "timing", root / "state_timing", model_config=TINY_BLSTM,
+    train_model(caches["fs_timed"], root / "timing", root / "state_timing", model_config=TINY_BLSTM,
                 train_config=train, window=30, stride=15)
-    train_model(root / "features", root / "transformer", root / "state_transformer", model_config=TINY_MODEL,
+    train_model(caches["features"], root / "transformer", root / "state_transformer", model_config=TINY_MODEL,
                 train_config=train, window=30, stride=15)
     return {"timing": root / "timing", "transformer": root / "transformer"}
 

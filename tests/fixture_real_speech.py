@@ -54,3 +54,30 @@ def write_real_talks(directory: Path, names: tuple[str, ...] = ("TalkA_2006", "T
     for index, name in enumerate(names):
         write_real_talk(directory, name, seed=500 + index)
     return list(names)
+
+
+#: the timing cues the tiny speech models read
+TIMING_FEATURES = ["pause", "duration"]
+
+
+def timed_feature_caches(root: Path) -> dict:
+    """A tiny prepared corpus, two real talks, the pause model fitted on them, its simulated cues and two feature
+    caches: ``features`` (word vectors) and ``fs_timed`` (word vectors + timing cues), as the pipeline builds them."""
+    from embeddings.cache import SPLITS, build_feature_cache
+    from realspeech.cues import fit_pause_model, simulate_split_cues
+    from tests.fixture_corpus import write_prepared_corpus
+
+    corpus = write_prepared_corpus(root / "corpus", root / "prepared", talks=8, sentences_per_talk=10,
+                                   train_tokens=800)
+    real = root / "ted_real"
+    talks = write_real_talks(real)
+    model = fit_pause_model(real, talks, min_pool=5)
+    stats = simulate_split_cues(model, root / "prepared", root / "pauses", splits=SPLITS, simulate=["train", "dev"],
+                                seed=3, dropout_fraction=0.25, dropout_span=20)
+    word_source = {"type": "word2vec-text", "path": str(corpus["vectors"])}
+    build_feature_cache(root / "prepared", root / "features", word_source=word_source, oov="random")
+    build_feature_cache(root / "prepared", root / "fs_timed", word_source=word_source, oov="random",
+                        speech_source={"type": "pauses", "path": str(root / "pauses" / "timed"),
+                                       "features": TIMING_FEATURES}, combine="concat")
+    return {"corpus": corpus, "real": real, "talks": talks, "model": model, "stats": stats,
+            "features": root / "features", "fs_timed": root / "fs_timed"}

@@ -11,16 +11,16 @@ import pytest
 import yaml
 
 from corpus.labels import LABELS
-from embeddings.cache import SPEECH_JSON, SPLITS, build_feature_cache
+from embeddings.cache import SPEECH_JSON, SPLITS
 from embeddings.speech_sources import PAUSES_FILE
 from embeddings.timing_features import PauseModel
 from inference import cli
-from realspeech.cues import fit_pause_model, read_real_talk, simulate_split_cues
+from realspeech.cues import read_real_talk
 from realspeech.evaluate import evaluate_real_speech, real_speech_markdown
-from tests.fixture_corpus import TINY_BLSTM, TINY_TRAIN, write_prepared_corpus
-from tests.fixture_real_speech import write_real_talks
+from tests.fixture_corpus import TINY_BLSTM, TINY_TRAIN
+from tests.fixture_real_speech import TIMING_FEATURES, timed_feature_caches
 
-FEATURES = ["pause", "duration"]
+FEATURES = TIMING_FEATURES
 
 
 @pytest.fixture(scope="module")
@@ -29,24 +29,13 @@ def setup(tmp_path_factory):
     from training import train_model
 
     root = tmp_path_factory.mktemp("real_speech")
-    corpus = write_prepared_corpus(root / "corpus", root / "prepared", talks=8, sentences_per_talk=10,
-                                   train_tokens=800)
-    real = root / "ted_real"
-    talks = write_real_talks(real)
-    model = fit_pause_model(real, talks, min_pool=5)
-    model.save(root / "pauses" / "model.json")
-    stats = simulate_split_cues(model, root / "prepared", root / "pauses", splits=SPLITS, simulate=["train", "dev"],
-                                seed=3, dropout_fraction=0.25, dropout_span=20)
-    word_source = {"type": "word2vec-text", "path": str(corpus["vectors"])}
-    build_feature_cache(root / "prepared", root / "features", word_source=word_source, oov="random")
-    build_feature_cache(root / "prepared", root / "fs_timed", word_source=word_source, oov="random",
-                        speech_source={"type": "pauses", "path": str(root / "pauses" / "timed"), "features": FEATURES},
-                        combine="concat")
+    caches = timed_feature_caches(root)
+    caches["model"].save(root / "pauses" / "model.json")
     train = {**TINY_TRAIN, "max_steps": 4, "eval_every_steps": 4, "dev_eval_tokens": 100}
     for name, features in (("text_model", "features"), ("audio_model", "fs_timed")):
         train_model(root / features, root / "artifacts" / name, root / "state" / name, model_config=TINY_BLSTM,
                     train_config=train, window=30, stride=15)
-    return {"root": root, "real": real, "talks": talks, "model": model, "stats": stats, "corpus": corpus,
+    return {"root": root, **{key: caches[key] for key in ("real", "talks", "model", "stats", "corpus")},
             "text_model": root / "artifacts" / "text_model", "audio_model": root / "artifacts" / "audio_model"}
 
 
