@@ -254,7 +254,19 @@ def _spans(timings: Sequence[Any], duration: float, config: FeatureConfig) -> tu
 def talk_features(
     audio_path: str | Path, timings: Sequence[Any], *, config: FeatureConfig = FeatureConfig()
 ) -> TalkFeatures:
-    """Features of one talk (see the module docstring); raises :class:`AudioFeatureError` for bad audio."""
+    """Features of one talk (see the module docstring); raises :class:`AudioFeatureError` for bad audio.
+
+    Numerical libraries run on one thread here: a BLAS product (the mel filterbank of the MFCCs) splits its sums
+    by thread count, so a process with 2 OpenBLAS threads and a Dask worker with 1 (Dask sets
+    ``OPENBLAS_NUM_THREADS=1``) wrote MFCCs that differed in the last bits. One thread gives the same bytes in
+    every engine; the stage runs talks in parallel, not one talk's arithmetic."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        return _talk_features(audio_path, timings, config)
+
+
+def _talk_features(audio_path: str | Path, timings: Sequence[Any], config: FeatureConfig) -> TalkFeatures:
     import librosa
 
     began = time.perf_counter()
