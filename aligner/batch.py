@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from executor.records import ItemResult, StatusReport, read_record
 from executor.tasks import describe_engine, run_tasks
 from aligner.registry import DEFAULT_BACKEND, align, backend_names
 from aligner.transcript import InputError, read_transcript
@@ -69,21 +70,17 @@ class _Task:
 
 
 @dataclass
-class TalkResult:
+class TalkResult(ItemResult):
     """One talk of a batch: ``status`` is ``aligned`` (this run), ``skipped`` (complete already) or ``failed``."""
 
-    name: str
-    status: str
     words: int = 0
     placed: int = 0
     audio_seconds: float = 0.0
     compute_seconds: float = 0.0
-    error: str | None = None
-    output: str | None = None
 
 
 @dataclass
-class BatchReport:
+class BatchReport(StatusReport):
     """What :func:`align_batch` did, talk by talk (sorted by name)."""
 
     out_dir: str
@@ -94,12 +91,9 @@ class BatchReport:
     transcripts_without_audio: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
-    def with_status(self, status: str) -> list[TalkResult]:
-        return [talk for talk in self.talks if talk.status == status]
-
     @property
-    def failed(self) -> list[TalkResult]:
-        return self.with_status("failed")
+    def results(self) -> list[TalkResult]:
+        return self.talks
 
     @property
     def below_threshold(self) -> list[TalkResult]:
@@ -124,7 +118,7 @@ class BatchReport:
         return {
             "out_dir": self.out_dir, "backend": self.backend, "engine": self.engine, "min_placed": self.min_placed,
             "talks": len(self.talks),
-            "counts": {status: len(self.with_status(status)) for status in ("aligned", "skipped", "failed")},
+            "counts": self.counts(("aligned", "skipped", "failed")),
             "words": sum(t.words for t in self.talks), "placed": sum(t.placed for t in self.talks),
             "audio_minutes_aligned_this_run": round(audio / 60, 3),
             "compute_seconds_this_run": round(compute, 3),
@@ -133,7 +127,7 @@ class BatchReport:
             "failed": [{"talk": t.name, "error": t.error} for t in self.failed],
             "below_min_placed": [t.name for t in self.below_threshold],
             "transcripts_without_audio": list(self.transcripts_without_audio),
-            "per_talk": [dataclasses.asdict(t) for t in self.talks],
+            "per_talk": [t.to_dict() for t in self.talks],
         }
 
 
@@ -170,15 +164,6 @@ def find_talks(audio_dir: str | os.PathLike, transcript_dir: str | os.PathLike
     return talks, problems, orphans
 
 
-
-def _read_record(path: Path) -> dict[str, Any] | None:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _align_talk(task: _Task) -> dict[str, Any]:
     """One talk (runs in a worker): skip it when complete, else align it and write its TSV and record."""
     audio, output, record_path = Path(task.audio), Path(task.output), Path(task.record)
@@ -191,7 +176,7 @@ def _align_talk(task: _Task) -> dict[str, Any]:
               "estimates": task.estimates, "audio_sha256": file_sha256(audio),
               "tokens_sha256": hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()}
     fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode("utf-8")).hexdigest()
-    record = _read_record(record_path)
+    record = read_record(record_path)
     if (record is not None and record.get("fingerprint") == fingerprint and output.is_file()
             and record.get("tsv_sha256") == file_sha256(output)):
         return {"status": "skipped", "words": record["words"], "placed": record["placed"],

@@ -20,6 +20,7 @@ from typing import Any
 from aligner import WordTiming, read_alignment_table
 from corpus.io import atomic_write_text
 from corpus.iwslt import read_iwslt
+from executor.records import read_record as read_json  # a talk's marker: None when missing, unreadable or not an object
 
 __all__ = [
     "ASR_SOURCES",
@@ -71,15 +72,6 @@ def tokens_digest(words: Sequence[str]) -> str:
 def write_json(path: Path, value: Any) -> None:
     """``value`` as indented UTF-8 JSON (plus a newline), written atomically."""
     atomic_write_text(path, json.dumps(value, indent=1, ensure_ascii=False, default=str) + "\n")
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``; None when it is missing, unreadable or not an object."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def error_text(error: BaseException) -> str:

@@ -78,6 +78,17 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 RUN_FACT = re.compile(r"seconds|per_second|^peak_memory|_this_run$")
 
 
+def read_utf8(path: str | os.PathLike, error: type[Exception] = ValueError, *, encoding: str = "utf-8") -> str:
+    """The text of ``path``; bytes that are not UTF-8 raise ``error("<path>:<line>: not valid UTF-8")``, naming the
+    line of the first bad byte (the readers of users' files all report it so)."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as failure:
+        line = raw[: failure.start].count(b"\n") + 1
+        raise error(f"{path}:{line}: not valid UTF-8") from None
+
+
 def file_sha256(path: str | os.PathLike) -> str:
     """The SHA-256 of a file's bytes (hex), read in blocks: what resumable work compares a finished output by."""
     digest = hashlib.sha256()

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from corpus.anchors import TimedSegment, word_keys
+from corpus.io import read_utf8
 
 __all__ = ["IGNORE_SEGMENT", "StmSegment", "TalkMatching", "TedliumFormatError", "TedliumTalk", "find_tedlium",
            "match_talks", "name_keys", "read_stm", "speaker_key", "text_overlap"]
@@ -81,11 +82,7 @@ class TedliumTalk:
 def read_stm(path: str | os.PathLike) -> list[StmSegment]:
     """The scored segments of an STM file, in file order (see the module docstring)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        line = path.read_bytes()[: error.start].count(b"\n") + 1
-        raise TedliumFormatError(f"{path}:{line}: not valid UTF-8") from None
+    text = read_utf8(path, TedliumFormatError)
     segments = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith(";;"):

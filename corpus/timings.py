@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from corpus.io import atomic_path, atomic_write_text
+from corpus.io import atomic_path, atomic_write_text, read_utf8
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -104,16 +104,20 @@ def write_word_tsv(timings: Sequence[WordTiming], path: str | os.PathLike, *, un
     return atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-def _seconds(text: str, path: Path, number: int, what: str) -> float:
+def _number(value: object, where: str, what: str) -> float:
+    """``value`` (a JSON number or a text cell: word TSV, CTM, word JSON) as non-negative finite seconds; errors
+    name ``where`` (the file and line, or the JSON entry)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TimingsFormatError(f"{where}: {what} {value!r} is not a number")
     try:
-        value = float(text)
+        number = float(value)
     except ValueError:
-        raise TimingsFormatError(f"{path}:{number}: {what} time {text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise TimingsFormatError(f"{path}:{number}: {what} time {text!r} is not a finite number")
-    if value < 0:
-        raise TimingsFormatError(f"{path}:{number}: {what} time {value} is negative")
-    return value
+        raise TimingsFormatError(f"{where}: {what} {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise TimingsFormatError(f"{where}: {what} {value!r} is not a finite number")
+    if number < 0:
+        raise TimingsFormatError(f"{where}: {what} {number} is negative")
+    return number
 
 
 def read_word_tsv(path: str | os.PathLike) -> list[WordTiming]:
@@ -125,11 +129,7 @@ def read_word_tsv(path: str | os.PathLike) -> list[WordTiming]:
     start, or a word that starts before the previous timed word started (times out of order).
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        line = path.read_bytes()[: error.start].count(b"\n") + 1
-        raise TimingsFormatError(f"{path}:{line}: not valid UTF-8") from None
+    text = read_utf8(path, TimingsFormatError)
     timings: list[WordTiming] = []
     last_start, last_line = -math.inf, 0
     for number, line in enumerate(text.splitlines(), start=1):
@@ -148,8 +148,8 @@ def read_word_tsv(path: str | os.PathLike) -> list[WordTiming]:
             continue
         if not start_text or not end_text:
             raise TimingsFormatError(f"{path}:{number}: only one of start and end is given")
-        start = _seconds(start_text, path, number, "start")
-        end = _seconds(end_text, path, number, "end")
+        start = _number(start_text, f"{path}:{number}", "start time")
+        end = _number(end_text, f"{path}:{number}", "end time")
         if end < start:
             raise TimingsFormatError(f"{path}:{number}: end {end} is before start {start}")
         if start < last_start:
@@ -161,21 +161,6 @@ def read_word_tsv(path: str | os.PathLike) -> list[WordTiming]:
 
 
 # --- word times as ASR systems write them: CTM and word JSON -----------------------------------------------
-
-
-def _number(value: object, where: str, what: str) -> float:
-    """``value`` (a JSON number or a text cell) as non-negative finite seconds; errors name ``where``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TimingsFormatError(f"{where}: {what} {value!r} is not a number")
-    try:
-        number = float(value)
-    except ValueError:
-        raise TimingsFormatError(f"{where}: {what} {value!r} is not a number") from None
-    if not math.isfinite(number):
-        raise TimingsFormatError(f"{where}: {what} {value!r} is not a finite number")
-    if number < 0:
-        raise TimingsFormatError(f"{where}: {what} {number} is negative")
-    return number
 
 
 @dataclass(frozen=True)
@@ -323,12 +308,9 @@ def read_word_json(path: str | os.PathLike) -> tuple[list[WordTiming], list[str]
 
     Raises :class:`TimingsFormatError` naming the file and the entry (the line, for JSON that does not parse)."""
     path = Path(path)
-    raw = path.read_bytes()
+    text = read_utf8(path, TimingsFormatError, encoding="utf-8-sig")
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise TimingsFormatError(f"{path}:{line}: not valid UTF-8") from None
+        data = json.loads(text)
     except json.JSONDecodeError as error:
         raise TimingsFormatError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
     timings: list[WordTiming] = []

@@ -1,5 +1,6 @@
 """The project's one executor: one function over many tasks, in this process, in local worker processes or on a
-Dask cluster (:mod:`executor.tasks`). The ground floor of the layers: it imports nothing of the project, and
+Dask cluster (:mod:`executor.tasks`), and what a resumable batch keeps of each item: its result and its
+completion record (:mod:`executor.records`). The ground floor of the layers: it imports nothing of the project, and
 the aligner, the audio stages and ``punctuate`` all run their corpus-sized work through it.
 
     from executor import run_tasks

@@ -48,6 +48,7 @@ from typing import Any
 from corpus.io import atomic_write_text, file_sha256
 from corpus.timings import TimingsFormatError
 from executor import available_cores, describe_engine, resolve_workers, run_tasks
+from executor.records import ItemResult, StatusReport, read_record
 from inference.batch_inputs import TimingsFinder, Transcript, TranscriptError, decode_text, find_transcripts
 from inference.outputs import FORMATS, format_punctuated
 from inference.speech_input import TimingsMismatchError, TimingsSource, read_timings
@@ -97,19 +98,15 @@ class _Task:
 
 
 @dataclass
-class FileResult:
+class FileResult(ItemResult):
     """One transcript of a batch: ``status`` is ``punctuated`` (this run), ``skipped`` (complete already) or
     ``failed`` (``error`` says why, naming the file)."""
 
-    name: str
-    status: str
     words: int = 0
-    error: str | None = None
-    output: str | None = None
 
 
 @dataclass
-class BatchReport:
+class BatchReport(StatusReport):
     """What :func:`punctuate_batch` did, transcript by transcript (sorted by name)."""
 
     out_dir: str
@@ -118,19 +115,16 @@ class BatchReport:
     files: list[FileResult] = field(default_factory=list)
     seconds: float = 0.0
 
-    def with_status(self, status: str) -> list[FileResult]:
-        return [result for result in self.files if result.status == status]
-
     @property
-    def failed(self) -> list[FileResult]:
-        return self.with_status("failed")
+    def results(self) -> list[FileResult]:
+        return self.files
 
     def exit_status(self) -> int:
         """0 every transcript done; 1 some failed (the others are done)."""
         return 1 if self.failed else 0
 
     def summary(self) -> str:
-        counts = {status: len(self.with_status(status)) for status in ("punctuated", "skipped", "failed")}
+        counts = self.counts(("punctuated", "skipped", "failed"))
         words = sum(result.words for result in self.with_status("punctuated"))
         rate = f" ({words / self.seconds:,.0f} words/s)" if self.seconds > 0 and words else ""
         return (f"{len(self.files)} transcripts ({self.engine}): {counts['punctuated']} punctuated, "
@@ -140,11 +134,11 @@ class BatchReport:
     def to_dict(self) -> dict[str, Any]:
         words = sum(result.words for result in self.with_status("punctuated"))
         return {"out_dir": self.out_dir, "model": self.model, "engine": self.engine, "transcripts": len(self.files),
-                "counts": {status: len(self.with_status(status)) for status in ("punctuated", "skipped", "failed")},
+                "counts": self.counts(("punctuated", "skipped", "failed")),
                 "words_punctuated_this_run": words, "seconds": round(self.seconds, 3),
                 "words_per_second": round(words / self.seconds, 1) if self.seconds > 0 else None,
                 "failed": [{"transcript": r.name, "error": r.error} for r in self.failed],
-                "per_transcript": [dataclasses.asdict(result) for result in self.files]}
+                "per_transcript": [result.to_dict() for result in self.files]}
 
 
 def output_name(name: str, output_format: str) -> str:
@@ -177,17 +171,9 @@ def _fingerprint(settings: _Settings, text: bytes, timings: TimingsSource | None
     return _sha256(json.dumps(inputs, sort_keys=True).encode("utf-8"))
 
 
-def _read_record(path: Path) -> dict[str, Any] | None:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _complete(job: _Job, fingerprint: str) -> dict[str, Any] | None:
     """The record of a transcript complete already (same fingerprint, output as recorded), else None."""
-    record = _read_record(Path(job.record))
+    record = read_record(job.record)
     output = Path(job.output)
     if (record is not None and record.get("fingerprint") == fingerprint and output.is_file()
             and record.get("output_sha256") == file_sha256(output)):
