@@ -2,6 +2,7 @@
 
 The GPU kit (docs/method.md, "GPU kit"): all twelve runs at once on a GPU machine lent for a short while::
 
+    python -m pipeline.paper speech2vec           # here, once: Speech2Vec covering the training vocabulary
     python -m pipeline.paper pack                 # here: every input the runs need -> gpu_kit/kit.zip (<= 56 MiB)
     python -m pipeline.paper launch --measure-steps 200   # there: unpack, measure, start every missing run
     python -m pipeline.paper collect --out $OUT   # there, again and again: wait, then one tarball of the records
@@ -220,6 +221,40 @@ def pack(args: argparse.Namespace) -> int:
     return 0
 
 
+def speech2vec(args: argparse.Namespace) -> int:
+    """Speech2Vec of the paper's speech inputs: synthetic audio of sentences covering the training vocabulary."""
+    from audio.coverage import build_coverage_speech2vec
+
+    params = load_params(args.params, profile=PROFILE)
+    iwslt_dir = args.iwslt_dir or params["data"]["iwslt_dir"]
+    summary = build_coverage_speech2vec(args.prepared, iwslt_dir, args.out, params=params, workers=args.workers,
+                                        coverage=args.coverage, max_tokens=args.max_tokens,
+                                        talk_tokens=args.talk_tokens, progress=True,
+                                        log=lambda message: print(message, flush=True))
+    selection = summary["selection"]
+    print(f"speech2vec (paper): {summary['speech2vec_dir']}, {summary['seconds']:.1f} s "
+          f"(skipped: {', '.join(summary['steps_skipped']) or '-'}; ran: {', '.join(summary['steps_run']) or '-'})")
+    print(f"  selection: {selection['chosen_sentences']:,} of {selection['training_sentences']:,} sentences, "
+          f"{selection['chosen_tokens']:,} of {selection['training_tokens']:,} tokens; "
+          f"{selection['types_targeted']:,} types targeted ({selection['share_of_tokens_targeted']:.1%} of the "
+          f"training tokens), {selection['types_covered']:,} covered >= {selection['min_count']} times "
+          f"({selection['share_of_tokens_covered']:.1%}), {selection['types_unreachable']:,} unreachable"
+          + ("; the --max-tokens budget ended it" if selection["budget_reached"] else ""))
+    print(f"  audio: {summary['pseudo_talks']} pseudo-talks, {summary['audio_hours']:.2f} h; "
+          f"{summary['tokens_timed']:,} tokens timed")
+    print(f"  vectors: {summary['vocabulary']:,} word types; {summary['targeted_types_with_vector']:,} of the "
+          f"{selection['types_targeted']:,} targeted; {summary['share_of_training_tokens_with_vector']:.1%} of the "
+          f"training tokens have a vector  ->  {Path(args.out) / 'coverage.json'}")
+    for failure in summary["failed"]:
+        print(f"FAILED {failure.get('step')} {failure.get('split', '?')} {failure.get('talk', '?')}: "
+              f"{failure.get('error')}", file=sys.stderr)
+    if summary["failed"]:
+        print(f"speech2vec: {len(summary['failed'])} talk(s) failed (the rest is kept); run it again after fixing "
+              "them", file=sys.stderr)
+        return 1
+    return 0
+
+
 def launch(args: argparse.Namespace) -> int:
     """Unpack the kit, check the machine, optionally measure, and start every missing run; returns at once."""
     params = load_params(args.params, profile=PROFILE)
@@ -420,6 +455,16 @@ def main(argv: list[str] | None = None) -> int:
     option(pack_parser, "--build-dir", "data/gpu_kit/feature_sets", "where missing feature sets are built")
     pack_parser.add_argument("--encoder", help="the encoder's checkpoint folder (default: the pinned package's)")
     data_options(pack_parser, "gpu_runs/paper")
+    speech_parser = commands.add_parser("speech2vec", help="here: Speech2Vec covering the training vocabulary "
+                                        "(synthetic audio of chosen sentences), for the paper's speech inputs")
+    option(speech_parser, "--prepared", "data/prepared", "prepared splits (train.tsv is read)")
+    speech_parser.add_argument("--iwslt-dir", help="the benchmark's sources (default: params data.iwslt_dir)")
+    option(speech_parser, "--out", "data/paper_speech2vec", "work folder; the vectors go to OUT/speech2vec")
+    speech_parser.add_argument("--workers", type=int, help="processes of align and features (default: every core)")
+    speech_parser.add_argument("--coverage", type=float, default=0.95, help="share of the training tokens whose "
+                               "(most frequent) types are targeted (default: 0.95)")
+    speech_parser.add_argument("--max-tokens", type=int, help="at most this many tokens of audio (default: no limit)")
+    speech_parser.add_argument("--talk-tokens", type=int, default=2000, help="tokens per pseudo-talk (default: 2000)")
     launch_parser = commands.add_parser("launch", help="there: unpack, then start every missing run at once")
     option(launch_parser, "--kit", "gpu_kit", "the kit folder")
     option(launch_parser, "--state", "gpu_runs/kit", "the runs' state, logs and records on this machine")
@@ -445,7 +490,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setup_logging()
     return {"run": run, "measure": measure, "status": status, "report": report, "plan": plan, "pack": pack,
-            "launch": launch, "collect": collect, "import": import_records}[args.command](args)
+            "speech2vec": speech2vec, "launch": launch, "collect": collect,
+            "import": import_records}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,8 @@ class RunsError(ValueError):
 BUILT_BY = {"speech2vec": "dvc repro speech2vec  (the audio stages: synthesize, align, features, speech2vec; "
                           "~10 min on 2 CPU cores)",
             "speech2vec-occurrence": "dvc repro speech2vec", "acoustic": "dvc repro features",
-            "pauses": "dvc repro fit_pauses"}
+            "pauses": "dvc repro fit_pauses", "paper-speech2vec": "python -m pipeline.paper speech2vec  (the audio "
+            "stages and Speech2Vec on sentences covering the training vocabulary; resumable, --workers N)"}
 #: the targets of the paper runs' inputs on the GPU machine (relative to the repository root)
 FEATURES_TARGET, FEATURE_SETS_TARGET = "data/features", "data/feature_sets"
 
@@ -75,24 +76,33 @@ class KitInputs:
     unbuilt: list[str] = field(default_factory=list)
 
 
+def kit_feature_set(params: dict[str, Any], name: str) -> tuple[dict[str, Any] | None, bool]:
+    """(``embed.feature_sets.<name>`` as the kit builds it or None, whether it reads ``gpu_kit.speech2vec_dir``)."""
+    entry = (params["embed"].get("feature_sets") or {}).get(name)
+    speech, paper = (entry or {}).get("speech_source") or {}, (params.get("gpu_kit") or {}).get("speech2vec_dir")
+    if entry is None or not paper or speech.get("type") != "speech2vec":
+        return (None if entry is None else dict(entry or {})), False
+    return {**entry, "speech_source": {**speech, "path": str(paper)}}, True
+
+
 def kit_inputs(params: dict[str, Any], *, features: str | Path, feature_sets: str | Path, prepared: str | Path,
                build_dir: str | Path, encoder: str | Path | None) -> KitInputs:
     """Where each input of the paper runs is here: a built cache, or a feature set to build into ``build_dir`` from
     sources that are here, or missing. ``encoder``: the checkpoint folder for ``pretrained: null`` (None: the
-    pinned package's)."""
+    pinned package's). A set on the paper's Speech2Vec (:func:`kit_feature_set`) is always built (reused unchanged)."""
     found, embed, prepared = KitInputs(), params["embed"], Path(prepared)
     for spec in PAPER_RUNS.values():
         target = spec.features(FEATURES_TARGET, FEATURE_SETS_TARGET).as_posix()
         source = spec.features(features, feature_sets)
         if target in found.caches or target in found.unbuilt:
             continue
-        if (source / "manifest.json").is_file():
+        entry, paper_speech = kit_feature_set(params, spec.feature_set) if spec.feature_set else (None, False)
+        if (source / "manifest.json").is_file() and not paper_speech:
             found.caches[target] = source
             continue
         if spec.feature_set is None:
             found.missing.append(f"{source}: the word-vector cache  ->  dvc repro embed")
             continue
-        entry = (embed.get("feature_sets") or {}).get(spec.feature_set)
         if entry is None:
             found.missing.append(f"embed.feature_sets.{spec.feature_set}: not defined in params")
             continue
@@ -102,7 +112,8 @@ def kit_inputs(params: dict[str, Any], *, features: str | Path, feature_sets: st
         if word.get("type") != "none":
             needs.append((Path(word["path"]), "dvc repro word_vectors"))
         if speech.get("path"):
-            needs.append((Path(speech["path"]), BUILT_BY.get(speech.get("type"), "its stage in dvc.yaml")))
+            needs.append((Path(speech["path"]), BUILT_BY.get("paper-speech2vec" if paper_speech else
+                                                             speech.get("type"), "its stage in dvc.yaml")))
         lacking = [f"{path} (for {target})  ->  {command}" for path, command in needs if not path.exists()]
         found.missing += [line for line in lacking if line not in found.missing]
         if not lacking:
@@ -132,9 +143,8 @@ def _uses_default_encoder(params: dict[str, Any], experiment: str) -> bool:
 
 
 def build_feature_set(params: dict[str, Any], name: str, prepared: str | Path, folder: Path) -> Path:
-    """Feature set ``name`` of ``embed.feature_sets`` built into ``folder`` as stage ``embed_set`` builds it."""
-    embed = params["embed"]
-    entry = embed["feature_sets"][name] or {}
+    """Feature set ``name`` (:func:`kit_feature_set`) built into ``folder`` as stage ``embed_set`` builds it."""
+    embed, (entry, _) = params["embed"], kit_feature_set(params, name)
     build_feature_cache(prepared, folder, word_source=entry.get("word_source") or embed["word_source"],
                         oov=embed["oov"], splits=SPLITS, vocab_min_count=int(embed["vocab_min_count"]),
                         speech_source=entry.get("speech_source"), combine=entry.get("combine", "sum"))

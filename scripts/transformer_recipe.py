@@ -98,6 +98,9 @@ def readings(d_model: int) -> dict[str, tuple[str, dict[str, Any], dict[str, Any
                "learned_positions": ("as short_windows, learned positions", {"learned_positions": 10}, {}),
                "aligned_memory": ("as short_windows, the decoder given the aligned encoder state (diagnosis)",
                                   {"aligned_memory": True}, {}),
+               # at the paper's depth (6+6 post-norm layers) a 100-step warm-up to the peak may be what keeps the
+               # model on the plateau (post-norm stacks need the warm-up, Xiong et al. 2020): the same peak later
+               "warmup_1000": ("as short_windows, warm-up 1,000 steps to the same peak", {}, {"warmup_steps": 1000}),
            }.items()},
         "windows_20": ("as vaswani_short on 32 x 20 tokens, decoded in windows of 20, stride 10",
                        {}, {**short, "seq_len": 20, "decode_window": 20, "decode_stride": 10}),
