@@ -3,6 +3,7 @@
     python scripts/transformer_recipe.py run [--readings paper vaswani ...] [--steps 1000] [--width reduced]
     python scripts/transformer_recipe.py diagnose NAME [--tokens 20000]     # teacher-forced argmax vs greedy
     python scripts/transformer_recipe.py report                              # reports/transformer_recipe.md
+    python scripts/transformer_recipe.py strides MODEL_DIR [--strides 5 2 1]  # decoding strides, no training
     python scripts/transformer_recipe.py candidate NAME --model '{...}' --train '{...}'   # a small-profile run
 
 The paper fixes the architecture (6+6 layers, d_model 512, 8 heads, FFN 2048, dropout 0.1, post-norm as in Vaswani
@@ -174,6 +175,33 @@ def diagnose(work: Path, tokens: int, features: Path) -> dict:
     return {"tokens": int(store.num_tokens), **scores}
 
 
+def strides(model_dir: Path, window: int, stride_values: list[int], features: Path, prepared: Path) -> list[dict]:
+    """The trained model decoded as ``punctuate`` decodes, in windows of ``window`` tokens at each stride, on the
+    dev features cache (as training's dev evaluation reads it) and on Ref: what centring each token costs and
+    gives, with no training."""
+    from corpus.iwslt import read_iwslt
+    from corpus.labels import LABELS
+    from embeddings.store import load_split, load_split_words
+    from evaluation.scoring import score_labels
+    from inference.punctuator import Punctuator
+
+    dev = load_split(features, "dev")
+    dev_words, dev_gold = load_split_words(features, "dev"), [LABELS[i] for i in dev.labels]
+    ref = read_iwslt(prepared / "ref.tsv")
+    rows = []
+    for stride in stride_values:
+        punctuator = Punctuator(model_dir, window=window, stride=stride)
+        started = time.perf_counter()
+        dev_scores = score_labels(dev_gold, punctuator.label_vectors(dev.vectors, dev.ids, dev_words))
+        dev_seconds = time.perf_counter() - started
+        ref_scores = score_labels(list(ref.labels), punctuator.punctuate_words(ref.words, source=str(prepared)))
+        rows.append({"window": window, "stride": stride, "dev_f1": dev_scores["OVERALL"]["f1"],
+                     "ref_f1": ref_scores["OVERALL"]["f1"], "ref_question_f1": ref_scores["QUESTION"]["f1"],
+                     "dev_decode_s": round(dev_seconds, 1)})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def plot(results: dict[str, dict], path: Path) -> None:
     import matplotlib
 
@@ -324,12 +352,23 @@ def main(argv: list[str] | None = None) -> int:
     candidate_parser.add_argument("name")
     candidate_parser.add_argument("--model", type=json.loads, default={}, help="JSON object over the model")
     candidate_parser.add_argument("--train", type=json.loads, default={}, help="JSON object over train")
+    strides_parser = commands.add_parser(
+        "strides", help="a trained model decoded at several strides (dev features cache and Ref), no training")
+    strides_parser.add_argument("model_dir", type=Path)
+    strides_parser.add_argument("--window", type=int, default=10)
+    strides_parser.add_argument("--strides", type=int, nargs="+", default=[5, 2, 1])
+    strides_parser.add_argument("--prepared", type=Path, default=Path("data/prepared"))
     commands.add_parser("list")
     report_parser = commands.add_parser("report", help="the table and figure of every reading in --out")
     report_parser.add_argument("--report", type=Path, default=Path("reports/transformer_recipe.md"))
     args = parser.parse_args(argv)
     if args.command == "candidate":
         return run_candidate(args)
+    if args.command == "strides":
+        rows = strides(args.model_dir, args.window, args.strides, args.features, args.prepared)
+        (args.out / "decoding").mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out / "decoding" / "strides.json", json.dumps(rows, indent=1) + "\n")
+        return 0
     params = load_params(args.params, profile="paper")
     d_model = int(reading_config(params, args.width, "paper")[0]["d_model"])
     names = list(readings(d_model))
