@@ -120,13 +120,13 @@ def reading_config(params: dict, width: str, name: str) -> tuple[dict, dict]:
 
 
 def run_reading(params: dict, width: str, name: str, *, steps: int, dev_tokens: int, threads: int,
-                features: Path, work: Path) -> dict:
+                features: Path, work: Path, device: str = "cpu") -> dict:
     """Train reading ``name`` for ``steps`` steps; its dev-F1 curve and final figures."""
     from training import train_model
 
     model, train = reading_config(params, width, name)
     settings = {**train, "max_steps": steps, "eval_every_steps": max(steps // 10, 1), "log_every_steps":
-                max(steps // 50, 1), "dev_eval_tokens": dev_tokens, "threads": threads, "device": "cpu"}
+                max(steps // 50, 1), "dev_eval_tokens": dev_tokens, "threads": threads, "device": device}
     started = time.perf_counter()
     result = train_model(features, work / "model", work / "state", model_config=model, train_config=settings,
                          window=params["evaluate"]["window"], stride=params["evaluate"]["stride"])
@@ -343,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--steps", type=int, default=1000)
     run_parser.add_argument("--dev-tokens", type=int, default=5000)
     run_parser.add_argument("--threads", type=int, default=1)
+    run_parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine (the same readings)")
     diagnose_parser = commands.add_parser("diagnose")
     diagnose_parser.add_argument("names", nargs="+")
     diagnose_parser.add_argument("--tokens", type=int, default=20000)
@@ -386,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: done ({path})")
                 continue
             result = run_reading(params, args.width, name, steps=args.steps, dev_tokens=args.dev_tokens,
-                                 threads=args.threads, features=args.features, work=args.work / f"{name}{tag}")
+                                 threads=args.threads, features=args.features, work=args.work / f"{name}{tag}",
+                                 device=args.device)
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, json.dumps(result, indent=1) + "\n")
             print(f"{name}: best dev F1 {100 * result['best_dev_f1']:.1f} at step {result['best_step']}", flush=True)
