@@ -178,9 +178,10 @@ def plan(args: argparse.Namespace) -> int:
     measured = None
     if args.measured:
         measured = {n: r.get("steps_per_second") for n, r in read_json(args.measured).items() if isinstance(r, dict)}
-    rows = gpu_runs.plan_rows(params, list(PAPER_RUNS), tokens, float(kit["train_budget_s"]), measured)
-    print(gpu_runs.plan_markdown(rows, budget_s=float(kit["train_budget_s"]), num_tokens=tokens,
-                                 lease_s=float(kit["lease_s"])) + f"\n(training tokens from {source})")
+    budget_s = float(args.train_budget_s or kit["train_budget_s"])
+    rows = gpu_runs.plan_rows(params, list(PAPER_RUNS), tokens, budget_s, measured)
+    print(gpu_runs.plan_markdown(rows, budget_s=budget_s, num_tokens=tokens,
+                                 lease_s=float(args.lease_s or kit["lease_s"])) + f"\n(training tokens from {source})")
     return 0
 
 
@@ -450,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     option(plan_parser, "--kit", "gpu_kit", "the kit folder (for the training split's size)")
     option(plan_parser, "--features", "data/features", "the word-vector cache (when there is no kit)")
     plan_parser.add_argument("--measured", help="measure.json of a launch: measured steps/s instead of assumed")
+    # a lease shorter than the kit was sized for (device time is lent in varying amounts)
+    plan_parser.add_argument("--train-budget-s", type=float, help="override gpu_kit.train_budget_s")
+    plan_parser.add_argument("--lease-s", type=float, help="override gpu_kit.lease_s (the plan's wording only)")
     pack_parser = commands.add_parser("pack", help="here: every input of the runs into the kit folder")
     option(pack_parser, "--kit", "gpu_kit", "the kit folder (git-ignored; it travels with `carry`)")
     option(pack_parser, "--build-dir", "data/gpu_kit/feature_sets", "where missing feature sets are built")

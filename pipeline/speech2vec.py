@@ -3,6 +3,7 @@
     python -m pipeline.speech2vec [--params params.yaml] [--acoustic data/acoustic] [--prepared data/prepared]
                                   [--out data/speech2vec] [--metrics metrics/speech2vec.json]
                                   [--report reports/speech2vec_report.md]
+                                  [--paper-coverage reports/paper_speech2vec/coverage.json]
 
 Reads the ``speech2vec`` section of params (fields of ``embeddings.speech2vec.Speech2VecConfig``) and the
 word source of ``embed.word_source`` (the text vectors it is compared with). Writes the vectors
@@ -53,12 +54,37 @@ def _report(summary: dict, similarity: dict, homophones: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _paper_coverage_section(coverage: dict, default_vocabulary: int) -> str:
+    """The vocabulary coverage of the paper runs' Speech2Vec (``python -m pipeline.paper speech2vec`` writes
+    ``coverage``; it is built once, outside this stage, from synthetic audio of sentences chosen for their words)."""
+    selection = coverage["selection"]
+    return "\n".join([
+        "", "## The paper runs' Speech2Vec: vocabulary coverage", "",
+        "The `paper` profile's speech and word+speech inputs read another Speech2Vec (`gpu_kit.speech2vec_dir`), "
+        "learned the same way from synthetic audio of training sentences chosen to cover the training set's word "
+        "types (`python -m pipeline.paper speech2vec`; docs/method.md, \"GPU kit\"). From "
+        "`reports/paper_speech2vec/coverage.json`:", "",
+        "| | |", "|---|---|",
+        f"| training tokens / word types | {selection['training_tokens']:,} / {selection['training_types']:,} |",
+        f"| types targeted (the most frequent, together {100 * selection['share_of_tokens_targeted']:.1f} % of the "
+        f"tokens), each to occur {selection['min_count']} times | {selection['types_targeted']:,} |",
+        f"| sentences / tokens chosen | {selection['chosen_sentences']:,} / {selection['chosen_tokens']:,} |",
+        f"| synthetic audio | {coverage['pseudo_talks']} pseudo-talks, {coverage['audio_hours']:.1f} h, "
+        f"{100 * coverage['share_aligned']:.1f} % of the tokens aligned |",
+        f"| type-level vectors | {coverage['vocabulary']:,} (of the targeted types: "
+        f"{coverage['targeted_types_with_vector']:,}) |",
+        f"| **training tokens whose type has a vector** | **{100 * coverage['share_of_training_tokens_with_vector']:.1f} %** |",
+        "", f"The default pipeline's Speech2Vec above knows {default_vocabulary:,} types.", ""])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = stage_parser("pipeline.speech2vec", __doc__, out="data/speech2vec", metrics="metrics/speech2vec.json",
                           prepared=True)
     option(parser, "--acoustic", "data/acoustic", "output of the features stage")
     option(parser, "--talks", "data/audio/talks.tsv", "talk boundaries (neighbours stay in a talk)")
     option(parser, "--report", "reports/speech2vec_report.md", "Markdown report")
+    parser.add_argument("--paper-coverage", help="coverage.json of the paper runs' Speech2Vec: its section of the "
+                        "report (reports/paper_speech2vec/coverage.json)")
     parser.add_argument("--score-only", action="store_true",
                         help="do not train: score the vectors already in --out (their training summary included), "
                         "e.g. against another word source")
@@ -96,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                "homophones": {name: {k: v for k, v in row.items() if k != "rows"} for name, row in homophones.items()}}
     write_metrics(args.metrics, metrics)
     text = _report(summary, similarity, homophones)
+    if args.paper_coverage:
+        text += _paper_coverage_section(read_json(args.paper_coverage), summary["vocabulary"])
     atomic_write_text(args.report, text)
     print(text)
     return 0

@@ -198,8 +198,9 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget_s: float, num_tokens: in
               f"{max(row['minutes'] for row in rows):.0f} min at these rates and stop at the deadline with a partial "
               "record (`full_schedule: false`).",
               "", "Training steps only: the dev evaluations (every `eval_every_steps` and each epoch, on "
-              "`dev_eval_tokens`) come on top; with four paper Transformers sharing an H100 they took as long as the "
-              "steps (docs/results_history.md)."]
+              "`dev_eval_tokens` in batches of 1,024 windows on a GPU) come on top; when each decoded all 296k dev "
+              "tokens, four paper Transformers sharing an H100 spent as long on them as on the steps "
+              "(docs/results_history.md)."]
     return "\n".join(lines) + "\n"
 
 

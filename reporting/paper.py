@@ -70,6 +70,20 @@ def settings_sha256(model_config: dict, train_config: dict, window: int, stride:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def software_versions() -> dict[str, str | None]:
+    """The Python, torch and transformers a record was made with (a GPU machine's differ from the project's pins)."""
+    import platform
+    from importlib import metadata
+
+    def version(package: str) -> str | None:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {"python": platform.python_version(), "torch": version("torch"), "transformers": version("transformers")}
+
+
 def git_commit(repo: str | Path = ".") -> dict[str, Any]:
     """``{"commit", "dirty"}`` of the working tree at ``repo``; ``PAPER_GIT_COMMIT`` in the environment stands in
     where there is no ``.git`` (a copy of the tree on another machine). Unknown = ``None``."""
@@ -108,7 +122,7 @@ def paper_record(name: str, *, scores: dict[str, Any], train_metrics: dict[str, 
         "eval_s": train_metrics.get("eval_seconds"), "checkpoint_s": train_metrics.get("checkpoint_seconds"),
         "steps_per_s": round(steps / seconds, 2) if seconds else None,
         "best_dev_f1": train_metrics.get("best_dev_f1"), "best_step": train_metrics.get("best_step"),
-        "git": git_commit(repo),
+        "git": git_commit(repo), "software": software_versions(),
         "params_sha256": settings_sha256(model_config, train_config, window, stride),
         "features_sha256": file_sha256(Path(features_dir) / "manifest.json"),
         "model": model_config, "train": train_config,

@@ -12,10 +12,12 @@ recorded, and the rehearsal checks what comes back: one tarball within its limit
 records, a second ``launch`` that starts nothing, and ``import`` here. Exit status 0 when all holds, else 1 with
 the problems and the end of the output.
 
-The GPU machine runs Python 3.12, torch 2.11.0 and transformers 5.17.0. torch 2.11.0 exists on the package
-indexes here only as its CUDA build (a 530 MB wheel that needs ~3 GB of CUDA libraries to import), so the
-venv of ``--make-venv`` pins the GPU machine's transformers and tokenizers but keeps the project's CPU torch
-(``--package`` replaces any pin); without ``--python``/``--make-venv`` the project's own Python runs it.
+The GPU machine runs Python 3.12, torch 2.11.0 and transformers 5.17.0. The venv of ``--make-venv`` holds the
+same torch, transformers and tokenizers: torch 2.11.0 exists on the package indexes here only as its CUDA build
+(a 530 MB wheel and ~4 GB of CUDA libraries, 5 GB installed), which imports and runs on a machine without a GPU.
+Only the Python differs: the venv takes this interpreter's (3.11 here; no 3.12 is installable from the indexes
+reachable here). ``--package`` replaces any pin; without ``--python``/``--make-venv`` the project's own Python
+runs it.
 """
 
 from __future__ import annotations
@@ -31,13 +33,16 @@ from pathlib import Path
 
 import yaml
 
-from reporting.gpu_runs import RunsError, tarball_records, travelling_files
-from reporting.paper import PAPER_RUNS
+# run as a script (python scripts/gpu_kit_rehearsal.py), the project's packages are beside scripts/, not in it
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from reporting.gpu_runs import RunsError, tarball_records, travelling_files  # noqa: E402
+from reporting.paper import PAPER_RUNS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TARBALL = "paper_results.tar.gz"
 #: the GPU machine's versions where a CPU build of them installs here (see the module docstring)
-VENV_PACKAGES = ("torch==2.13.0", "transformers==5.17.0", "tokenizers==0.23.2", "safetensors==0.8.0", "numpy",
+VENV_PACKAGES = ("torch==2.11.0", "transformers==5.17.0", "tokenizers==0.23.2", "safetensors==0.8.0", "numpy",
                  "pyyaml", "tqdm", "matplotlib")
 DEFAULT_SETTINGS = ("max_steps=3", "dev_eval_tokens=2000")
 

@@ -253,6 +253,30 @@ def summary_table(results: dict[str, dict]) -> str:
     return "\n".join(rows)
 
 
+def scheduled_sampling(rate: float) -> None:
+    """A diagnosis of the exposure bias (greedy decoding below teacher-forced argmax), not a setting of the
+    pipeline: in training, each previous label the decoder reads is, with probability ``rate``, the model's own
+    prediction from a first, teacher-forced pass without gradient (two-pass scheduled sampling, Mihaylova &
+    Martins 2019), so that it learns to read labels it got wrong, as it must when decoding greedily."""
+    import torch
+
+    from models.transformer import SelfAttentionPunctuator
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        labels = batch["labels"]
+        start = torch.full_like(labels[:, :1], self.start_label)
+        previous = torch.cat([start, labels[:, :-1]], dim=1)
+        memory = self.encode(batch)
+        if self.training:
+            with torch.no_grad():
+                predicted = self._decode(previous, memory, batch["mask"]).argmax(dim=-1)
+            own = torch.cat([start, predicted[:, :-1]], dim=1)
+            previous = torch.where(torch.rand(previous.shape, device=previous.device) < rate, own, previous)
+        return self._decode(previous, memory, batch["mask"])
+
+    SelfAttentionPunctuator.forward = forward
+
+
 def run_candidate(args: argparse.Namespace) -> int:
     """Train and score one candidate of the small profile; its figures go to ``--out``/candidates/NAME.json."""
     from evaluation.benchmark import evaluate_model
@@ -261,6 +285,8 @@ def run_candidate(args: argparse.Namespace) -> int:
     params = load_params(args.params, profile="small")
     model, train = experiment_config(params, "transformer")
     model, train = {**model, **args.model}, {**train, **args.train}
+    if args.scheduled_sampling:
+        scheduled_sampling(args.scheduled_sampling)
     work = args.work / "candidates" / args.name
     started = time.perf_counter()
     result = train_model(args.features, work / "model", work / "state", model_config=model, train_config=train,
@@ -269,6 +295,7 @@ def run_candidate(args: argparse.Namespace) -> int:
     scores = evaluate_model(work / "model", "data/prepared", work / "predictions", splits=["ref", "asr"],
                             segmented_splits=["ref"])
     record = {"name": args.name, "model": model, "train": train, "train_s": round(seconds),
+              **({"scheduled_sampling": args.scheduled_sampling} if args.scheduled_sampling else {}),
               "best_dev": result.metrics["best_dev_f1"], "best_step": result.metrics["best_step"],
               "steps": result.metrics["steps"], "ref": scores["ref"]["OVERALL"]["f1"],
               "asr": scores["asr"]["OVERALL"]["f1"], "ref_seg": scores["ref_segmented"]["OVERALL"]["f1"]}
@@ -353,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     candidate_parser.add_argument("name")
     candidate_parser.add_argument("--model", type=json.loads, default={}, help="JSON object over the model")
     candidate_parser.add_argument("--train", type=json.loads, default={}, help="JSON object over train")
+    candidate_parser.add_argument("--scheduled-sampling", type=float, default=0.0,
+                                  help="diagnosis: the decoder reads its own predictions at this rate in training")
     strides_parser = commands.add_parser(
         "strides", help="a trained model decoded at several strides (dev features cache and Ref), no training")
     strides_parser.add_argument("model_dir", type=Path)

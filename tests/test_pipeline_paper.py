@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 import yaml
 
 from embeddings.sources import file_sha256
@@ -42,6 +43,8 @@ def test_a_paper_run_is_recorded_with_its_provenance_and_rendered_beside_the_oth
     assert info["device"] == "cpu" and info["steps_per_s"] > 0 and info["wall_s"] >= info["train_s"] > 0
     assert info["features_sha256"] == file_sha256(features / "manifest.json") and len(info["params_sha256"]) == 64
     assert info["git"]["commit"] is None or len(info["git"]["commit"]) == 40
+    assert info["software"]["torch"].split("+")[0] == torch.__version__.split("+")[0]
+    assert info["software"]["python"].count(".") == 2
     assert info["published"] == "yi_tao_2019/word" and info["train"]["epochs"] == 2
     assert (records / "transformer_word.history.csv").read_text().startswith("step,")
     assert missing_records(records) == [name for name in PAPER_RUNS if name != "transformer_word"]

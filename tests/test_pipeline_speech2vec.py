@@ -52,3 +52,22 @@ def test_score_only_without_trained_vectors_says_what_is_missing(tmp_path):
     params.write_text(yaml.safe_dump(PARAMS))
     with pytest.raises(SystemExit, match="speech2vec.json not found"):
         stage.main(["--params", str(params), "--out", str(tmp_path / "none"), "--score-only"])
+
+
+def test_the_report_gives_the_coverage_of_the_paper_runs_speech2vec(tmp_path):
+    words = ["write", "right", "two", "too"]
+    write_trained_vectors(tmp_path / "s2v", words, np.eye(4, dtype=np.float32))
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(PARAMS))
+    coverage = json.loads(open("reports/paper_speech2vec/coverage.json", encoding="utf-8").read())
+    coverage["share_of_training_tokens_with_vector"] = 0.9123
+    coverage["selection"]["types_targeted"] = 7777
+    (tmp_path / "coverage.json").write_text(json.dumps(coverage), encoding="utf-8")
+
+    report = tmp_path / "r.md"
+    assert stage.main(["--params", str(params), "--out", str(tmp_path / "s2v"), "--metrics", str(tmp_path / "m.json"),
+                       "--report", str(report), "--score-only", "--paper-coverage", str(tmp_path / "coverage.json")]) == 0
+    text = report.read_text()
+    section = text[text.index("## The paper runs' Speech2Vec"):]
+    assert "**91.2 %**" in section and "| 7,777 |" in section
+    assert "knows 4 types" in section  # the default pipeline's vectors, for comparison
