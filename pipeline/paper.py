@@ -175,13 +175,12 @@ def plan(args: argparse.Namespace) -> int:
     params = load_params(args.params, profile=PROFILE)
     kit = params["gpu_kit"]
     tokens, source = _train_tokens(args, params)
-    measured = None
-    if args.measured:
-        measured = {n: r.get("steps_per_second") for n, r in read_json(args.measured).items() if isinstance(r, dict)}
-    budget_s = float(args.train_budget_s or kit["train_budget_s"])
+    measured = {n: r.get("steps_per_second") for n, r in read_json(args.measured).items()
+                if isinstance(r, dict)} if args.measured else None
+    budget_s, lease_s = float(args.train_budget_s or kit["train_budget_s"]), float(args.lease_s or kit["lease_s"])
     rows = gpu_runs.plan_rows(params, list(PAPER_RUNS), tokens, budget_s, measured)
-    print(gpu_runs.plan_markdown(rows, budget_s=budget_s, num_tokens=tokens,
-                                 lease_s=float(args.lease_s or kit["lease_s"])) + f"\n(training tokens from {source})")
+    print(gpu_runs.plan_markdown(rows, budget_s=budget_s, num_tokens=tokens, lease_s=lease_s)
+          + f"\n(training tokens from {source})")
     return 0
 
 
@@ -451,8 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     option(plan_parser, "--kit", "gpu_kit", "the kit folder (for the training split's size)")
     option(plan_parser, "--features", "data/features", "the word-vector cache (when there is no kit)")
     plan_parser.add_argument("--measured", help="measure.json of a launch: measured steps/s instead of assumed")
-    # a lease shorter than the kit was sized for (device time is lent in varying amounts)
-    plan_parser.add_argument("--train-budget-s", type=float, help="override gpu_kit.train_budget_s")
+    plan_parser.add_argument("--train-budget-s", type=float, help="override gpu_kit.train_budget_s (a shorter lease)")
     plan_parser.add_argument("--lease-s", type=float, help="override gpu_kit.lease_s (the plan's wording only)")
     pack_parser = commands.add_parser("pack", help="here: every input of the runs into the kit folder")
     option(pack_parser, "--kit", "gpu_kit", "the kit folder (git-ignored; it travels with `carry`)")

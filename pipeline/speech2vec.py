@@ -73,7 +73,8 @@ def _paper_coverage_section(coverage: dict, default_vocabulary: int) -> str:
         f"{100 * coverage['share_aligned']:.1f} % of the tokens aligned |",
         f"| type-level vectors | {coverage['vocabulary']:,} (of the targeted types: "
         f"{coverage['targeted_types_with_vector']:,}) |",
-        f"| **training tokens whose type has a vector** | **{100 * coverage['share_of_training_tokens_with_vector']:.1f} %** |",
+        "| **training tokens whose type has a vector** | "
+        f"**{100 * coverage['share_of_training_tokens_with_vector']:.1f} %** |",
         "", f"The default pipeline's Speech2Vec above knows {default_vocabulary:,} types.", ""])
 
 

@@ -197,10 +197,9 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget_s: float, num_tokens: in
               f"{len(rows) - len(short)} of {len(rows)} runs end within one lease; {', '.join(short)} would need "
               f"{max(row['minutes'] for row in rows):.0f} min at these rates and stop at the deadline with a partial "
               "record (`full_schedule: false`).",
-              "", "Training steps only: the dev evaluations (every `eval_every_steps` and each epoch, on "
-              "`dev_eval_tokens` in batches of 1,024 windows on a GPU) come on top; when each decoded all 296k dev "
-              "tokens, four paper Transformers sharing an H100 spent as long on them as on the steps "
-              "(docs/results_history.md)."]
+              "", "Training steps only: dev evaluations (every `eval_every_steps` and epoch, `dev_eval_tokens` in "
+              "batches of 1,024 windows on a GPU) come on top; when each decoded all 296k dev tokens, four paper "
+              "Transformers sharing an H100 spent as long on them as on the steps (docs/results_history.md)."]
     return "\n".join(lines) + "\n"
 
 

@@ -20,7 +20,8 @@ from tests.helpers import PACKAGES
 
 REPO = Path(__file__).resolve().parents[1]
 DVC = Path(sys.executable).with_name("dvc")
-SOURCES = ["dvc.yaml", "pyproject.toml", *PACKAGES]
+#: and the committed inputs the stages read (the paper runs' Speech2Vec coverage, a section of the Speech2Vec report)
+SOURCES = ["dvc.yaml", "pyproject.toml", *PACKAGES, "reports/paper_speech2vec/coverage.json"]
 
 pytestmark = [pytest.mark.skipif(not DVC.exists(), reason="dvc is not installed next to this Python"),
               pytest.mark.slow]  # a real `dvc repro` of the whole pipeline: minutes
@@ -89,6 +90,7 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
         if source.is_dir():
             shutil.copytree(source, workdir / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
+            (workdir / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(source, workdir / name)
     (workdir / "params.yaml").write_text(yaml.safe_dump(tiny_params(corpus)))
     subprocess.run(["git", "init", "-q"], cwd=workdir, check=True)

@@ -66,7 +66,8 @@ def test_the_report_gives_the_coverage_of_the_paper_runs_speech2vec(tmp_path):
 
     report = tmp_path / "r.md"
     assert stage.main(["--params", str(params), "--out", str(tmp_path / "s2v"), "--metrics", str(tmp_path / "m.json"),
-                       "--report", str(report), "--score-only", "--paper-coverage", str(tmp_path / "coverage.json")]) == 0
+                       "--report", str(report), "--score-only",
+                       "--paper-coverage", str(tmp_path / "coverage.json")]) == 0
     text = report.read_text()
     section = text[text.index("## The paper runs' Speech2Vec"):]
     assert "**91.2 %**" in section and "| 7,777 |" in section
