@@ -44,6 +44,7 @@ from reporting import gpu_runs
 from reporting.gpu_kit import KIT_FILE, KitError, KitSources, pack_kit, read_index, unpack_kit
 from reporting.paper import (
     PAPER_RUNS,
+    coverage_summary,
     git_commit,
     load_records,
     missing_records,
@@ -231,20 +232,7 @@ def speech2vec(args: argparse.Namespace) -> int:
                                         coverage=args.coverage, max_tokens=args.max_tokens,
                                         talk_tokens=args.talk_tokens, progress=True,
                                         log=lambda message: print(message, flush=True))
-    selection = summary["selection"]
-    print(f"speech2vec (paper): {summary['speech2vec_dir']}, {summary['seconds']:.1f} s "
-          f"(skipped: {', '.join(summary['steps_skipped']) or '-'}; ran: {', '.join(summary['steps_run']) or '-'})")
-    print(f"  selection: {selection['chosen_sentences']:,} of {selection['training_sentences']:,} sentences, "
-          f"{selection['chosen_tokens']:,} of {selection['training_tokens']:,} tokens; "
-          f"{selection['types_targeted']:,} types targeted ({selection['share_of_tokens_targeted']:.1%} of the "
-          f"training tokens), {selection['types_covered']:,} covered >= {selection['min_count']} times "
-          f"({selection['share_of_tokens_covered']:.1%}), {selection['types_unreachable']:,} unreachable"
-          + ("; the --max-tokens budget ended it" if selection["budget_reached"] else ""))
-    print(f"  audio: {summary['pseudo_talks']} pseudo-talks, {summary['audio_hours']:.2f} h; "
-          f"{summary['tokens_timed']:,} tokens timed")
-    print(f"  vectors: {summary['vocabulary']:,} word types; {summary['targeted_types_with_vector']:,} of the "
-          f"{selection['types_targeted']:,} targeted; {summary['share_of_training_tokens_with_vector']:.1%} of the "
-          f"training tokens have a vector  ->  {Path(args.out) / 'coverage.json'}")
+    print(coverage_summary(summary, Path(args.out) / "coverage.json"))
     for failure in summary["failed"]:
         print(f"FAILED {failure.get('step')} {failure.get('split', '?')} {failure.get('talk', '?')}: "
               f"{failure.get('error')}", file=sys.stderr)
@@ -252,6 +240,7 @@ def speech2vec(args: argparse.Namespace) -> int:
         print(f"speech2vec: {len(summary['failed'])} talk(s) failed (the rest is kept); run it again after fixing "
               "them", file=sys.stderr)
         return 1
+    atomic_write_text(args.report, (Path(args.out) / "coverage.json").read_text(encoding="utf-8"))
     return 0
 
 
@@ -462,6 +451,8 @@ def main(argv: list[str] | None = None) -> int:
     option(speech_parser, "--prepared", "data/prepared", "prepared splits (train.tsv is read)")
     speech_parser.add_argument("--iwslt-dir", help="the benchmark's sources (default: params data.iwslt_dir)")
     option(speech_parser, "--out", "data/paper_speech2vec", "work folder; the vectors go to OUT/speech2vec")
+    option(speech_parser, "--report", "reports/paper_speech2vec/coverage.json",
+           "OUT/coverage.json copied here, for stage speech2vec's report (a rerun must not leave it stale)")
     speech_parser.add_argument("--workers", type=int, help="processes of align and features (default: every core)")
     speech_parser.add_argument("--coverage", type=float, default=0.95, help="share of the training tokens whose "
                                "(most frequent) types are targeted (default: 0.95)")

@@ -70,6 +70,26 @@ def settings_sha256(model_config: dict, train_config: dict, window: int, stride:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def coverage_summary(summary: dict[str, Any], coverage_file: str | Path) -> str:
+    """What ``python -m pipeline.paper speech2vec`` prints of its run (``summary``: what
+    :func:`audio.coverage.build_coverage_speech2vec` returns; ``coverage_file``: where it wrote it)."""
+    selection = summary["selection"]
+    return "\n".join([
+        f"speech2vec (paper): {summary['speech2vec_dir']}, {summary['seconds']:.1f} s "
+        f"(skipped: {', '.join(summary['steps_skipped']) or '-'}; ran: {', '.join(summary['steps_run']) or '-'})",
+        f"  selection: {selection['chosen_sentences']:,} of {selection['training_sentences']:,} sentences, "
+        f"{selection['chosen_tokens']:,} of {selection['training_tokens']:,} tokens; "
+        f"{selection['types_targeted']:,} types targeted ({selection['share_of_tokens_targeted']:.1%} of the "
+        f"training tokens), {selection['types_covered']:,} covered >= {selection['min_count']} times "
+        f"({selection['share_of_tokens_covered']:.1%}), {selection['types_unreachable']:,} unreachable"
+        + ("; the --max-tokens budget ended it" if selection["budget_reached"] else ""),
+        f"  audio: {summary['pseudo_talks']} pseudo-talks, {summary['audio_hours']:.2f} h; "
+        f"{summary['tokens_timed']:,} tokens timed",
+        f"  vectors: {summary['vocabulary']:,} word types; {summary['targeted_types_with_vector']:,} of the "
+        f"{selection['types_targeted']:,} targeted; {summary['share_of_training_tokens_with_vector']:.1%} of the "
+        f"training tokens have a vector  ->  {coverage_file}"])
+
+
 def software_versions() -> dict[str, str | None]:
     """The Python, torch and transformers a record was made with (a GPU machine's differ from the project's pins)."""
     import platform

@@ -5,6 +5,7 @@ published and small-profile figures and names the missing ones."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -89,3 +90,39 @@ def test_a_missing_feature_cache_is_a_clear_error(tmp_path, capsys):
                          "--features", str(tmp_path / "nowhere"), "--checkpoints", str(tmp_path / "c")])
     err = capsys.readouterr().err
     assert status == 2 and "error:" in err and "nowhere" in err
+
+
+def test_the_paper_speech2vec_command_refreshes_the_coverage_the_report_reads(tmp_path, monkeypatch, capsys):
+    """`pipeline.paper speech2vec` copies its coverage.json to --report (what stage speech2vec reports from), and
+    only when every talk went through."""
+    from audio import coverage as coverage_module
+
+    committed = json.loads((Path(__file__).resolve().parents[1] / "reports/paper_speech2vec/coverage.json")
+                           .read_text(encoding="utf-8"))
+    failed: list[dict] = []
+
+    def build(prepared, iwslt_dir, out, **kwargs):
+        summary = {**committed, "speech2vec_dir": f"{out}/speech2vec", "seconds": 1.0, "steps_skipped": [],
+                   "steps_run": ["select"], "failed": failed}
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "coverage.json").write_text(json.dumps(committed), encoding="utf-8")
+        return summary
+
+    monkeypatch.setattr(coverage_module, "build_coverage_speech2vec", build)
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"profile": "paper", "data": {"iwslt_dir": "x"},
+                                      "profiles": {"paper": {"data": {}, "train": {}, "experiments": {}}}}))
+    report = tmp_path / "reports" / "coverage.json"
+    command = ["--params", str(params), "speech2vec", "--out", str(tmp_path / "work"), "--report", str(report)]
+
+    failed.append({"step": "align", "split": "train", "talk": "t1", "error": "boom"})
+    assert paper.main(command) == 1
+    assert not report.exists()  # a run with failed talks is not the coverage to report
+    assert "FAILED align train t1: boom" in capsys.readouterr().err
+
+    failed.clear()
+    assert paper.main(command) == 0
+    assert json.loads(report.read_text(encoding="utf-8")) == committed
+    printed = capsys.readouterr().out
+    assert "7,936 types targeted (95.0% of the training tokens)" in printed
+    assert "95.0% of the training tokens have a vector" in printed

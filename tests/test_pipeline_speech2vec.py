@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import yaml
 
 from pipeline import speech2vec as stage
 
+REPO = Path(__file__).resolve().parents[1]
 PARAMS = {"profile": "tiny", "profiles": {"tiny": {"train": {}, "experiments": {}}},
           "speech2vec": {"dim": 4}, "embed": {"word_source": {"type": "none"}}}
 
@@ -59,7 +61,7 @@ def test_the_report_gives_the_coverage_of_the_paper_runs_speech2vec(tmp_path):
     write_trained_vectors(tmp_path / "s2v", words, np.eye(4, dtype=np.float32))
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump(PARAMS))
-    coverage = json.loads(open("reports/paper_speech2vec/coverage.json", encoding="utf-8").read())
+    coverage = json.loads((REPO / "reports/paper_speech2vec/coverage.json").read_text(encoding="utf-8"))
     coverage["share_of_training_tokens_with_vector"] = 0.9123
     coverage["selection"]["types_targeted"] = 7777
     (tmp_path / "coverage.json").write_text(json.dumps(coverage), encoding="utf-8")
