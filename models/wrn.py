@@ -20,7 +20,8 @@ vector_dim == 0) to ``channels``.
 Padding: every convolution zeroes padded positions of its input first, so with 'same' zero padding a
 real position sees exactly what it would see in an unpadded batch. BatchNorm uses statistics over real
 positions only (``models.encoders.MaskedBatchNorm1d``), so padding does not leak even in training mode;
-in eval mode it uses the running statistics as usual.
+in eval mode it uses the running statistics as usual. A batch the host knows to be without padding (every
+training batch but an epoch's last) runs unmasked, with fused BatchNorm (``models.encoders.conv_mask``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from models.encoders import (
     MaskedConv1d,
     RecurrentEncoder,
     WideResidualBlock1d,
+    conv_mask,
 )
 from models.registry import PunctuationModel, register_model
 
@@ -59,7 +61,7 @@ class WideResNet1d(nn.Module):
         self.final_norm = MaskedBatchNorm1d(width)
         self.output_dim = width
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         x = self.first(x.transpose(1, 2), mask)
         for block in self.blocks:
             x = block(x, mask)
@@ -80,7 +82,7 @@ class ConvPunctuator(PunctuationModel):
         self.classifier = TokenClassifier(channels, num_labels, dropout=0.0)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        mask = batch["mask"]
+        mask = conv_mask(batch)
         x = self.input(batch).transpose(1, 2)
         for conv in self.convs:
             x = conv(x, mask)
@@ -97,7 +99,7 @@ class WRNPunctuator(PunctuationModel):
         self.classifier = TokenClassifier(self.trunk.output_dim, num_labels, dropout)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.classifier(self.trunk(self.input(batch), batch["mask"]))
+        return self.classifier(self.trunk(self.input(batch), conv_mask(batch)))
 
 
 @register_model("wrn_blstm")
@@ -112,6 +114,6 @@ class WRNBLSTMPunctuator(PunctuationModel):
         self.classifier = TokenClassifier(self.blstm.output_dim, num_labels, dropout)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        mask = batch["mask"]
-        return self.classifier(self.blstm(self.dropout(self.trunk(self.input(batch), mask)), mask,
-                                          batch.get(ALL_REAL, False)))
+        mask, all_real = batch["mask"], batch.get(ALL_REAL, False)
+        trunk = self.trunk(self.input(batch), None if all_real else mask)
+        return self.classifier(self.blstm(self.dropout(trunk), mask, all_real))

@@ -1,0 +1,163 @@
+"""Operators one training step dispatches, per paper run: what a GPU launches, and what would make it wait.
+
+    python -m benchmarks.step_ops                       # the twelve paper runs (CPU, about a minute)
+    python -m benchmarks.step_ops --runs wrn,wrn_blstm --json
+
+The paper runs on a shared GPU are bound by kernel launches and by waits for the device, not by arithmetic
+(docs/method.md, "GPU kit"), so how many operators a step dispatches is the lever on their steps/s that a CPU
+can measure. One step is what the trainer does (``training.loop``): the batch cut by
+:func:`training.dev_eval.cut_batch` (32 whole windows, so no padding), forward and loss, backward, gradient
+clipping and Adam, as on CUDA (the multi-tensor clipping, the fused Adam), counted by a ``TorchDispatchMode``
+after a first, unmeasured step. A recurrent layer (``nn.LSTM``, ``nn.GRU``) is one cuDNN call on a GPU, forward and
+backward, however many layers, directions and time steps it has, while a CPU runs its own kernels (a GRU's
+decomposes into operators per time step): each call's CPU operators (counted again on the layer alone) are
+replaced by those two. Each line gives:
+
+* ``ops``: every aten operator dispatched; ``views`` of them only re-describe memory (no kernel on a GPU), so
+  ``kernels = ops - views`` is about what the GPU launches (in float32; bf16 autocast adds its casts);
+* ``waits``: operators whose result the host reads (``_local_scalar_dense``: ``.item()``, ``if tensor``;
+  ``nonzero`` and boolean-mask indexing, whose result's size it needs), each a wait for the device on a GPU. ``.cpu()`` of a CPU tensor dispatches
+  nothing, so tests/test_training_host_syncs.py (CUDA's sync debug mode) is the authority on waits; this counts
+  the ones a CPU can see.
+
+Nothing is asserted; the counts do not depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from corpus.labels import LABELS
+from experiments.params import experiment_config, load_params
+from models import build_model
+from reporting.paper import PAPER_RUNS
+from training.batches import TokenStore
+from training.config import TrainConfig
+from training.dev_eval import cut_batch
+
+#: operators whose result the host reads (and boolean-mask indexing, whose size it must know)
+WAITS = ("_local_scalar_dense", "nonzero", "item", "is_nonzero", "masked_select")
+#: input width of the synthetic vectors (GloVe 50d, Speech2Vec 50d, summed); learned inputs read ids only
+VECTOR_DIM = 50
+VOCAB_SIZE = 20_000
+
+
+class OperatorCount(TorchDispatchMode):
+    """Counts the aten operators dispatched while active, by name, views apart."""
+
+    def __init__(self):
+        super().__init__()
+        self.by_name: collections.Counter[str] = collections.Counter()
+        self.views = self.waits = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        self.by_name[name] += 1
+        self.views += bool(func.is_view)
+        # a CPU indexes by a boolean mask without the nonzero() a GPU waits for
+        self.waits += name in WAITS or (name.startswith("index") and any(
+            isinstance(index, torch.Tensor) and index.dtype == torch.bool for index in (args[1:2] or [[]])[0] or ()))
+        return func(*args, **(kwargs or {}))
+
+    @property
+    def ops(self) -> int:
+        return sum(self.by_name.values())
+
+
+def _recurrent_calls(model: torch.nn.Module) -> tuple[list[tuple[torch.nn.Module, torch.Size]], list]:
+    """(the list each call of a recurrent layer of ``model`` appends (layer, input shape) to, the hook handles)."""
+    calls: list[tuple[torch.nn.Module, torch.Size]] = []
+    handles = [module.register_forward_hook(lambda layer, args, _: calls.append((layer, args[0].shape)))
+               for module in model.modules() if isinstance(module, torch.nn.RNNBase)]
+    return calls, handles
+
+
+def _recurrent_cpu_ops(layer: torch.nn.Module, shape: torch.Size) -> tuple[int, int]:
+    """(operators, views) of ``layer``'s forward and backward on its own, for an input of ``shape``."""
+    x = torch.randn(shape, requires_grad=True)
+    with torch.no_grad():
+        seed = torch.ones_like(layer(x)[0])
+    with OperatorCount() as counter:
+        torch.autograd.backward(layer(x)[0], seed)
+    return counter.ops, counter.views
+
+
+def count_step(model_config: dict[str, Any], train: dict[str, Any], *, learned: bool = False) -> dict[str, Any]:
+    """The operators of one training step of ``model_config`` with ``train``'s batch (see the module docstring)."""
+    config = TrainConfig.from_mapping(train)
+    torch.manual_seed(0)
+    model = build_model(model_config, num_labels=len(LABELS), vector_dim=0 if learned else VECTOR_DIM,
+                        vocab_size=VOCAB_SIZE).train()
+    rows, length = config.batch_size, config.seq_len
+    tokens = rows * length * 2
+    rng = np.random.default_rng(0)
+    store = TokenStore(rng.normal(size=(tokens, VECTOR_DIM)).astype(np.float32),
+                       rng.integers(2, VOCAB_SIZE, tokens), rng.integers(0, len(LABELS), tokens),
+                       words=["word"] * tokens if model.reads_words else None, device=torch.device("cpu"),
+                       resident=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
+
+    def step() -> None:
+        batch = cut_batch(store, np.arange(rows) * length, length)
+        loss = model.loss(batch, config.label_smoothing)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm, foreach=True)
+        optimizer.step()
+
+    step()  # optimizer state and lazy set-up outside the count
+    calls, handles = _recurrent_calls(model)
+    with OperatorCount() as counter:
+        step()
+    for handle in handles:
+        handle.remove()
+    ops, views = counter.ops, counter.views
+    for layer, shape in calls:  # as cuDNN: one forward and one backward kernel a call
+        cpu_ops, cpu_views = _recurrent_cpu_ops(layer, shape)
+        ops, views = ops - cpu_ops + 2, views - cpu_views
+    return {"ops": ops, "views": views, "kernels": ops - views, "recurrent_calls": len(calls),
+            "waits": counter.waits, "batch": rows, "seq_len": length,
+            "parameters": sum(1 for _ in model.parameters()), "by_name": dict(counter.by_name.most_common())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--profile", default="paper")
+    parser.add_argument("--runs", help="comma-separated paper runs (default: all twelve)")
+    parser.add_argument("--json", action="store_true", help="one JSON line per run instead of a table")
+    args = parser.parse_args(argv)
+    params = load_params(args.params, profile=args.profile)
+    names = args.runs.split(",") if args.runs else list(PAPER_RUNS)
+    unknown = [name for name in names if name not in PAPER_RUNS]
+    if unknown:
+        parser.error(f"not paper runs: {', '.join(unknown)}")
+    torch.set_num_threads(1)
+    if not args.json:
+        print("| run | batch x tokens | operators | views | kernels | host waits |\n|---|---|---:|---:|---:|---:|")
+    counted: dict[tuple[str, bool], dict[str, Any]] = {}
+    for name in names:
+        spec = PAPER_RUNS[name]
+        key = (spec.experiment, spec.feature_set == "learned")
+        if key not in counted:  # the four Transformers differ by input only
+            model_config, train = experiment_config(params, spec.experiment)
+            counted[key] = count_step(model_config, train, learned=key[1])
+        row = counted[key]
+        if args.json:
+            print(json.dumps({"run": name, **row}), flush=True)
+        else:
+            print(f"| {name} | {row['batch']} x {row['seq_len']} | {row['ops']:,} | {row['views']:,} | "
+                  f"{row['kernels']:,} | {row['waits']} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
