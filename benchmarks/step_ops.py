@@ -63,8 +63,8 @@ class OperatorCount(TorchDispatchMode):
         self.by_name[name] += 1
         self.views += bool(func.is_view)
         # a CPU indexes by a boolean mask without the nonzero() a GPU waits for
-        self.waits += name in WAITS or (name.startswith("index") and any(
-            isinstance(index, torch.Tensor) and index.dtype == torch.bool for index in (args[1:2] or [[]])[0] or ()))
+        indices = args[1] if name in ("index", "index_put", "index_put_") and len(args) > 1 else ()
+        self.waits += name in WAITS or any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in indices)
         return func(*args, **(kwargs or {}))
 
     @property
@@ -75,8 +75,15 @@ class OperatorCount(TorchDispatchMode):
 def _recurrent_calls(model: torch.nn.Module) -> tuple[list[tuple[torch.nn.Module, torch.Size]], list]:
     """(the list each call of a recurrent layer of ``model`` appends (layer, input shape) to, the hook handles)."""
     calls: list[tuple[torch.nn.Module, torch.Size]] = []
-    handles = [module.register_forward_hook(lambda layer, args, _: calls.append((layer, args[0].shape)))
-               for module in model.modules() if isinstance(module, torch.nn.RNNBase)]
+
+    def record(layer: torch.nn.Module, args: tuple, _output: Any) -> None:
+        x = args[0]
+        if isinstance(x, torch.nn.utils.rnn.PackedSequence):  # a padded batch: replayed as its padded shape
+            x = torch.empty(int(x.batch_sizes[0]), len(x.batch_sizes), x.data.shape[-1])
+        calls.append((layer, x.shape))
+
+    handles = [module.register_forward_hook(record) for module in model.modules()
+               if isinstance(module, torch.nn.RNNBase)]
     return calls, handles
 
 

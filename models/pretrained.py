@@ -27,6 +27,7 @@ spans that fit.
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import types
 from pathlib import Path
@@ -144,6 +145,13 @@ def save_encoder_files(config, tokenizer, directory: str | Path) -> Path:
     model's weights into it."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and (backend.truncation is not None or backend.padding is not None):
+        # a fast tokenizer keeps its last call's padding and truncation and writes them into tokenizer.json, so
+        # the files would differ by whether it had been used before (a resumed run's had not): saved without them
+        tokenizer = copy.deepcopy(tokenizer)
+        tokenizer.backend_tokenizer.no_truncation()
+        tokenizer.backend_tokenizer.no_padding()
     with _quiet_transformers():
         config.save_pretrained(str(directory))
         tokenizer.save_pretrained(str(directory))

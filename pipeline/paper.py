@@ -4,7 +4,7 @@ The GPU kit (docs/method.md, "GPU kit"): all twelve runs at once on a GPU machin
 
     python -m pipeline.paper speech2vec           # here, once: Speech2Vec covering the training vocabulary
     python -m pipeline.paper pack                 # here: every input the runs need -> gpu_kit/kit.zip (<= 56 MiB)
-    python -m pipeline.paper launch --measure-steps 200   # there: unpack, measure, start every missing run
+    python -m pipeline.paper launch --measure-steps 200   # there: unpack, start every missing run, measure
     python -m pipeline.paper collect --out $OUT   # there, again and again: wait, then one tarball of the records
     python -m pipeline.paper import results.tar.gz        # here: the records into metrics/paper
     python -m pipeline.paper plan                 # each run's steps (from params) against the lease
@@ -40,7 +40,7 @@ from experiments.params import load_params
 from pipeline import evaluate as evaluate_stage
 from pipeline import train as train_stage
 from pipeline.stage import StageRecord, option, read_json, setup_logging, write_json
-from reporting import gpu_runs
+from reporting import gpu_plan, gpu_runs
 from reporting.gpu_kit import KIT_FILE, KitError, KitSources, pack_kit, read_index, unpack_kit
 from reporting.paper import (
     PAPER_RUNS,
@@ -115,28 +115,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def measure(args: argparse.Namespace) -> int:
-    """``--steps`` training steps of run NAME in a scratch folder: its steps/s and peak memory, no record."""
-    spec = PAPER_RUNS[args.name]
-    folder = Path(args.runs) / args.name
-    shutil.rmtree(folder, ignore_errors=True)
-    metrics = folder / "train" / f"{spec.experiment}.json"
-    status = train_stage.main([
-        "--experiment", spec.experiment, "--params", args.params, "--profile", PROFILE,
-        "--features", str(spec.features(args.features, args.feature_sets)), "--artifacts", str(folder),
-        "--checkpoints", str(folder / "checkpoints"), "--metrics", str(metrics.parent), *_sets(args.set),
-        # the steps alone: one small dev evaluation at the end instead of the schedule's
-        *_sets([f"max_steps={args.steps}", "dev_eval_tokens=1000", "eval_every_steps=1000000000"]),
-        *(["--device", args.device] if args.device else [])])
-    if status == 0:
-        facts, result = StageRecord.facts_of(metrics), read_json(metrics)
-        write_json(args.out, {"name": args.name, "steps": result["steps"], "device": result["device"],
-                              **{key: facts.get(key) for key in ("steps_per_second", "train_seconds",
-                                                                 "peak_memory_bytes", "peak_memory_kind")}})
-    shutil.rmtree(folder, ignore_errors=True)
-    return status
-
-
 def status(args: argparse.Namespace) -> int:
     missing = missing_records(args.records)
     for name in PAPER_RUNS:
@@ -179,8 +157,8 @@ def plan(args: argparse.Namespace) -> int:
     measured = {n: r.get("steps_per_second") for n, r in read_json(args.measured).items()
                 if isinstance(r, dict)} if args.measured else None
     budget_s, lease_s = float(args.train_budget_s or kit["train_budget_s"]), float(args.lease_s or kit["lease_s"])
-    rows = gpu_runs.plan_rows(params, list(PAPER_RUNS), tokens, budget_s, measured)
-    print(gpu_runs.plan_markdown(rows, budget_s=budget_s, num_tokens=tokens, lease_s=lease_s)
+    rows = gpu_plan.plan_rows(params, list(PAPER_RUNS), tokens, budget_s, measured)
+    print(gpu_plan.plan_markdown(rows, budget_s=budget_s, num_tokens=tokens, lease_s=lease_s)
           + f"\n(training tokens from {source})")
     return 0
 
@@ -245,7 +223,8 @@ def speech2vec(args: argparse.Namespace) -> int:
 
 
 def launch(args: argparse.Namespace) -> int:
-    """Unpack the kit, check the machine, optionally measure, and start every missing run; returns at once."""
+    """Unpack the kit, check the machine and start every missing run; returns at once, or (``--measure-steps``) once
+    every run has made that many steps, with their rates."""
     params = load_params(args.params, profile=PROFILE)
     kit = params["gpu_kit"]
     state_dir = Path(args.state)
@@ -302,14 +281,9 @@ def launch(args: argparse.Namespace) -> int:
     threads = max(1, cores // (len(names) + alive))
     env = gpu_runs.child_environment(threads=threads, site_dir=site, git_commit=(facts.get("git") or {}).get("commit"))
     device = ["--device", args.device] if args.device else []
-    measured = None
-    if args.measure_steps:
-        measured = _measure(args, names, env, [*_sets([f"threads={threads}", *args.set]), *device], state_dir,
-                            float(kit["measure_timeout_s"]))
     tokens = read_json(Path("data/features") / MANIFEST)["splits"]["train"]["tokens"]
-    rows = gpu_runs.plan_rows(params, names, tokens, state["deadline"] - time.time(), measured)
-    print(gpu_runs.plan_markdown(rows, budget_s=state["deadline"] - time.time(), num_tokens=tokens,
-                                 lease_s=float(kit["lease_s"])))
+    if not args.measure_steps:
+        _print_plan(params, names, tokens, state["deadline"] - time.time(), None)
     for name in names:
         stop_after = int(state["deadline"] - time.time())
         command = [sys.executable, "-m", "pipeline.paper", "--params", args.params, "--records", str(records_dir),
@@ -326,35 +300,33 @@ def launch(args: argparse.Namespace) -> int:
         if not gpu_runs.pid_alive(state["runs"][name]["pid"], state["runs"][name]["marker"]):
             print(f"{name}: FAILED at once; the end of {logs / f'{name}.log'}:\n" +
                   gpu_runs.clean_tail(logs / f"{name}.log", 2000))
+    if args.measure_steps:  # the runs' own first steps: the measurement costs no training time
+        started = min(state["runs"][name]["started"] for name in names)
+        results = gpu_runs.measure_running(names, state, logs, args.measure_steps, float(kit["measure_timeout_s"]))
+        print(_measure_markdown(results, logs, gpu_runs.gpu_facts().get("gpu")))
+        write_json(state_dir / "measure.json", results)
+        _print_plan(params, names, tokens, state["deadline"] - started,
+                    {name: r["steps_per_second"] for name, r in results.items() if r and r["steps_per_second"]})
     print(f"started {len(names)} runs; `python -m pipeline.paper collect --out DIR` waits for them")
     return 0
 
 
-def _measure(args, names: list[str], env: dict, options: list[str], state_dir: Path, timeout_s: float) -> dict:
-    """``--measure-steps`` steps of every run at once: each one's steps/s and peak memory, printed and kept."""
-    folder = state_dir / "measure"
-    for name in names:  # an earlier launch's measurement must not pass for this one's
-        (folder / f"{name}.json").unlink(missing_ok=True)
-    commands = {name: [sys.executable, "-m", "pipeline.paper", "--params", args.params, "measure", name, "--steps",
-                       str(args.measure_steps), "--out", str(folder / f"{name}.json"), "--runs", str(folder / "runs"),
-                       *options] for name in names}
-    gpu_runs.run_together(commands, folder / "logs", env, timeout_s)
-    results = {name: read_json(folder / f"{name}.json", missing_ok=True) for name in names}
-    print(_measure_markdown(results, folder / "logs"))
-    write_json(state_dir / "measure.json", results)
-    return {name: r["steps_per_second"] for name, r in results.items() if r and r.get("steps_per_second")}
+def _print_plan(params: dict, names: list[str], tokens: int, budget_s: float, measured: dict | None) -> None:
+    rows = gpu_plan.plan_rows(params, names, tokens, budget_s, measured)
+    print(gpu_plan.plan_markdown(rows, budget_s=budget_s, num_tokens=tokens, lease_s=float(params["gpu_kit"]["lease_s"])))
 
 
-def _measure_markdown(results: dict[str, dict | None], logs_dir: Path) -> str:
-    """The measurement of each run (``pipeline.paper measure``'s JSON) as a table; a failed one names its log."""
-    lines = ["| run | steps | steps/s | peak memory GiB | device |", "|---|---:|---:|---:|---|"]
+def _measure_markdown(results: dict[str, dict | None], logs_dir: Path, gpu: str | None) -> str:
+    """The measurement of each run (:func:`reporting.gpu_runs.measure_running`) as a table; a failed one names its log."""
+    lines = [f"Measured on {gpu or 'no GPU (nvidia-smi)'}: each run's own first steps, all running at once.", "",
+             "| run | steps measured to | steps/s | GPU MiB |", "|---|---:|---:|---:|"]
     for name, result in results.items():
         if result is None:
-            lines.append(f"| {name} | failed: {logs_dir / f'{name}.log'} | – | – | – |")
+            lines.append(f"| {name} | failed: {logs_dir / f'{name}.log'} | – | – |")
             continue
-        peak = result.get("peak_memory_bytes")
-        lines.append(f"| {name} | {result['steps']} | {result.get('steps_per_second')} | "
-                     f"{'–' if peak is None else f'{peak / 2**30:.2f}'} | {result['device']} |")
+        memory = result.get("gpu_memory_mib")
+        lines.append(f"| {name} | {result['steps']}{' (timed out)' if result['partial'] else ''} | "
+                     f"{result['steps_per_second'] or '–'} | {'–' if memory is None else f'{memory:.0f}'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -424,11 +396,6 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--stop-after-s", type=float, help="end training for good after this many seconds")
     run_parser.add_argument("--kit-info", help="JSON of the GPU kit that carried the inputs, kept in the record")
     data_options(run_parser, "gpu_runs/paper")
-    measure_parser = commands.add_parser("measure", help="(launch's) steps/s and memory of a few steps of a run")
-    measure_parser.add_argument("name", choices=list(PAPER_RUNS))
-    measure_parser.add_argument("--steps", type=int, default=200)
-    measure_parser.add_argument("--out", required=True, help="JSON file of the measurement")
-    data_options(measure_parser, "gpu_runs/kit/measure/runs")
     commands.add_parser("status", help="which records exist")
     report_parser = commands.add_parser("report", help="render the records")
     option(report_parser, "--out", "reports/paper_results.md", "the report")
@@ -462,8 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     option(launch_parser, "--kit", "gpu_kit", "the kit folder")
     option(launch_parser, "--state", "gpu_runs/kit", "the runs' state, logs and records on this machine")
     option(launch_parser, "--runs", "gpu_runs/paper", "parent of each run's checkpoints and model")
-    launch_parser.add_argument("--measure-steps", type=int, help="first run this many steps of every run at once "
-                               "and print their steps/s and memory")
+    launch_parser.add_argument("--measure-steps", type=int, help="then wait until every run has made this many "
+                               "steps and print their steps/s, GPU memory and the plan at those rates")
     launch_parser.add_argument("--only", help="comma-separated runs (default: all twelve)")
     launch_parser.add_argument("--device", help="override train.device (cpu: a rehearsal without a GPU)")
     launch_parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -482,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     option(import_parser, "--status-dir", "logs/gpu_kit", "where its status table and log tails go")
     args = parser.parse_args(argv)
     setup_logging()
-    return {"run": run, "measure": measure, "status": status, "report": report, "plan": plan, "pack": pack,
+    return {"run": run, "status": status, "report": report, "plan": plan, "pack": pack,
             "speech2vec": speech2vec, "launch": launch, "collect": collect,
             "import": import_records}[args.command](args)
 

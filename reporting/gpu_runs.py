@@ -5,12 +5,11 @@ that started it, and be looked at by later commands, which bring back one small 
 
 * :func:`kit_inputs` -- what the twelve runs read and where it is here (a feature set that ``dvc repro`` left
   unbuilt is built by :func:`build_feature_set` from its sources; a missing source is named with its command);
-* :func:`plan_rows` -- each run's schedule (``training.batches.schedule_steps`` of its params, never a fixed
-  count) against an assumed or measured step rate and the training budget of the lease;
 * :func:`spawn` -- a run as its own process session (``setsid``: it outlives the command), output to its log;
   :func:`pid_alive` -- whether it still runs (a zombie or another program under a reused id does not);
 * :func:`run_status` -- done (a record), running, failed (dead without a record) or not started, with the step it
-  reached from its log (tqdm's ``N/M [..., R step/s]``);
+  reached from its log (tqdm's ``N/M [..., R step/s]``); :func:`measure_running` -- the started runs' steps/s
+  over their own first steps (the measurement costs no training time);
 * :func:`write_tarball` -- the records, learning curves, log tails and the status table in one ``.tar.gz`` within
   its size limit; :func:`import_tarball` puts its records into ``metrics/paper`` here, never losing a finished one.
 
@@ -24,7 +23,6 @@ import io
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tarfile
@@ -37,7 +35,6 @@ from corpus.io import atomic_write_bytes
 from embeddings.cache import SPLITS, build_feature_cache
 from experiments.params import experiment_config
 from reporting.paper import PAPER_RUNS, record_path, record_problems
-from training.batches import schedule_steps
 
 #: where a record and its learning curve go in the tarball (and, imported, in the repository)
 RECORDS_ARCNAME = "metrics/paper"
@@ -151,58 +148,6 @@ def build_feature_set(params: dict[str, Any], name: str, prepared: str | Path, f
     return folder
 
 
-# ------------------------------------------------------------------------------------------------------ the plan
-
-
-def run_schedule(params: dict[str, Any], name: str, num_tokens: int) -> tuple[int, dict[str, Any]]:
-    """(steps, train settings) of paper run ``name`` on ``num_tokens`` training tokens, as its trainer counts them."""
-    _, train = experiment_config(params, PAPER_RUNS[name].experiment)
-    steps = schedule_steps(num_tokens, train)
-    if train.get("max_steps") is not None:
-        steps = min(steps, int(train["max_steps"]))
-    return steps, train
-
-
-def plan_rows(params: dict[str, Any], names: Sequence[str], num_tokens: int, budget_s: float,
-              measured: dict[str, float] | None = None) -> list[dict[str, Any]]:
-    """Each run's schedule, step rate (measured where given, else ``gpu_kit.assumed_steps_per_s`` of params: by
-    experiment, else ``default``), the minutes it needs and whether it ends within ``budget_s`` of training."""
-    assumed = params["gpu_kit"]["assumed_steps_per_s"]
-    rows = []
-    for name in names:
-        experiment = PAPER_RUNS[name].experiment
-        steps, train = run_schedule(params, name, num_tokens)
-        rate, source = (measured[name], "measured") if measured and measured.get(name) else \
-            (float(assumed.get(experiment, assumed["default"])), "assumed")
-        seconds = steps / rate if rate > 0 else float("inf")
-        rows.append({"name": name, "experiment": experiment, "batch_size": int(train["batch_size"]),
-                     "epochs": int(train["epochs"]), "steps": steps, "steps_per_s": rate, "rate_source": source,
-                     "minutes": seconds / 60, "fits": seconds <= budget_s,
-                     "reached": min(1.0, budget_s / seconds) if seconds else 1.0})
-    return rows
-
-
-def plan_markdown(rows: list[dict[str, Any]], *, budget_s: float, num_tokens: int, lease_s: float) -> str:
-    """The plan as a table and a verdict: which runs end within the lease's training budget."""
-    lines = [f"Training budget {budget_s / 60:.0f} min of a {lease_s / 60:.0f}-min lease (all runs at once, "
-             f"{num_tokens:,} training tokens).", "",
-             "| run | experiment | batch | epochs | steps | steps/s | min needed | ends in the budget |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
-    for row in rows:
-        verdict = "yes" if row["fits"] else f"no: stops at {100 * row['reached']:.0f} % (a partial record)"
-        lines.append(f"| {row['name']} | {row['experiment']} | {row['batch_size']} | {row['epochs']} | {row['steps']:,} "
-                     f"| {row['steps_per_s']:.2f} ({row['rate_source']}) | {row['minutes']:.1f} | {verdict} |")
-    short = [row["name"] for row in rows if not row["fits"]]
-    lines += ["", f"All {len(rows)} runs end within one lease." if not short else
-              f"{len(rows) - len(short)} of {len(rows)} runs end within one lease; {', '.join(short)} would need "
-              f"{max(row['minutes'] for row in rows):.0f} min at these rates and stop at the deadline with a partial "
-              "record (`full_schedule: false`).",
-              "", "Training steps only: dev evaluations (every `eval_every_steps` and epoch, `dev_eval_tokens` in "
-              "batches of 1,024 windows on a GPU) come on top; when each decoded all 296k dev tokens, four paper "
-              "Transformers sharing an H100 spent as long on them as on the steps (docs/results_history.md)."]
-    return "\n".join(lines) + "\n"
-
-
 # ------------------------------------------------------------------------------------------------- the processes
 
 
@@ -262,19 +207,6 @@ def pid_alive(pid: int, marker: Sequence[str]) -> bool:
     return state not in ("Z", "X") and all(part in arguments for part in marker)
 
 
-def run_together(commands: dict[str, list[str]], logs_dir: Path, env: dict[str, str], timeout_s: float) -> None:
-    """Run every command at once (each in its own session, its log in ``logs_dir``) and wait for all of them; one
-    still running after ``timeout_s`` is ended (SIGTERM to its session, which holds that run alone)."""
-    processes = {name: spawn(command, logs_dir / f"{name}.log", env) for name, command in commands.items()}
-    end = time.monotonic() + timeout_s
-    for process in processes.values():
-        try:
-            process.wait(timeout=max(0.0, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait()
-
-
 def runs_to_start(names: Sequence[str], state: dict[str, Any], records_dirs: Sequence[Path], *,
                   rerun_partial: bool = False) -> tuple[list[str], dict[str, str]]:
     """(runs to start, {run skipped: why}): a run with a record in the first of ``records_dirs`` (this machine's)
@@ -323,6 +255,33 @@ def log_progress(log: Path) -> dict[str, Any]:
         return {"step": int(match.group(1)), "steps": int(match.group(2)), "steps_per_s": round(rate, 2)}
     found = list(_PROGRESS_NO_RATE.finditer(text))
     return {"step": int(found[-1].group(1)), "steps": int(found[-1].group(2))} if found else {}
+
+
+def measure_running(names: Sequence[str], state: dict[str, Any], logs_dir: Path, steps: int, timeout_s: float, *,
+                    poll_s: float = 2.0) -> dict[str, dict[str, Any] | None]:
+    """Each started run's steps/s over its own first ``steps`` steps, read off its log while it trains (from the
+    first progress at or past step ``steps // 10``, so start-up is not counted, to the first at or past ``steps``),
+    and its GPU memory then; a run still short of ``steps`` after ``timeout_s`` gets its rate so far
+    (``"partial": true``), one that ended first the rate its log shows, one that never made a step None."""
+    first: dict[str, tuple[float, int]] = {}
+    result: dict[str, dict[str, Any] | None] = {}
+    end = time.monotonic() + timeout_s
+    while True:
+        now, memory = time.monotonic(), gpu_facts()["memory_mib"]
+        for name in (n for n in names if n not in result):
+            entry, progress = state["runs"][name], log_progress(logs_dir / f"{name}.log")
+            step, alive = progress.get("step", 0), pid_alive(int(entry["pid"]), entry["marker"])
+            if step >= max(1, steps // 10) and name not in first:
+                first[name] = (now, step)
+            since, at = first.get(name, (now, step))
+            if (step >= steps or not alive or now >= end) and (step or not alive):
+                rate = (step - at) / (now - since) if step > at and now > since else progress.get("steps_per_s")
+                result[name] = {"name": name, "steps": step, "steps_per_second": None if rate is None else
+                                round(rate, 2), "gpu_memory_mib": memory.get(int(entry["pid"])),
+                                "partial": step < steps} if step else None
+        if len(result) == len(names) or now >= end:
+            return {name: result.get(name) for name in names}
+        time.sleep(poll_s)
 
 
 def _tail(path: Path, size: int) -> str:

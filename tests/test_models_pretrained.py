@@ -165,3 +165,18 @@ def test_refuses_what_it_cannot_load(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "no-such-architecture"}))
     with pytest.raises(ValueError):
         load_encoder(tmp_path)
+
+
+def test_saved_tokenizer_files_do_not_depend_on_its_last_call(tmp_path):
+    """A fast tokenizer keeps the padding and truncation of its last call; the files a model directory gets must be
+    the same whether it was used before (a finished run) or not (a run resumed from its last checkpoint)."""
+    tokenizer = load_tokenizer(default_checkpoint_dir())
+    save_encoder_files(transformers.AutoConfig.from_pretrained(default_checkpoint_dir()), tokenizer, tmp_path / "fresh")
+    tokenizer(["so i do"], padding="max_length", truncation=True, max_length=16)
+    assert tokenizer.backend_tokenizer.padding is not None
+    config = transformers.AutoConfig.from_pretrained(default_checkpoint_dir())
+    save_encoder_files(config, tokenizer, tmp_path / "used")
+    for name in ("tokenizer.json", "tokenizer_config.json", "config.json"):
+        assert (tmp_path / "used" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
+    assert json.loads((tmp_path / "used" / "tokenizer.json").read_text())["padding"] is None
+    assert tokenizer(["so i do"], padding="max_length", max_length=8)["input_ids"][0][-1] == tokenizer.pad_token_id

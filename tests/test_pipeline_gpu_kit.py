@@ -17,7 +17,7 @@ import yaml
 
 from embeddings.cache import build_feature_cache
 from pipeline import paper
-from reporting import gpu_runs
+from reporting import gpu_plan, gpu_runs
 from reporting.gpu_kit import ENCODER_PACKAGE, KIT_FILE, KitError, read_index, unpack_kit
 from reporting.paper import PAPER_RUNS
 from tests.fixture_checkpoints import make_checkpoint
@@ -165,13 +165,13 @@ def test_the_plan_counts_each_run_s_steps_from_params(inputs, capsys):
     from training.batches import schedule_steps
 
     params = load_params(inputs / "params.yaml", profile="paper")
-    rows = {row["name"]: row for row in gpu_runs.plan_rows(params, list(PAPER_RUNS), 100_000, budget_s=60)}
+    rows = {row["name"]: row for row in gpu_plan.plan_rows(params, list(PAPER_RUNS), 100_000, budget_s=60)}
     steps = schedule_steps(100_000, {**params["train"]})
     assert rows["transformer_word"]["steps"] == steps and rows["blstm"]["steps"] == steps
     assert rows["transformer_word"]["steps_per_s"] == 2.0 and rows["lstm"]["steps_per_s"] == 5.0
     assert rows["transformer_word"]["fits"] is (steps / 2.0 <= 60) and rows["blstm"]["fits"] is (steps / 5.0 <= 60)
     params["active"]["experiments"]["transformer"]["train"]["epochs"] = 10  # a new recipe: ten times the steps
-    rows = {row["name"]: row for row in gpu_runs.plan_rows(params, ["transformer_word"], 100_000, budget_s=60,
+    rows = {row["name"]: row for row in gpu_plan.plan_rows(params, ["transformer_word"], 100_000, budget_s=60,
                                                             measured={"transformer_word": 50.0})}
     assert rows["transformer_word"]["steps"] == 10 * steps and rows["transformer_word"]["rate_source"] == "measured"
     assert paper.main(["--params", str(inputs / "params.yaml"), "plan", "--kit", str(inputs / "nokit"), "--features",
@@ -260,6 +260,43 @@ def test_a_run_s_environment_lets_it_outlive_the_launch_and_share_the_cores(tmp_
     assert env["PUNCTUATION_KEEP_TRAINER"] == "1"  # else the trainer dies with the launch (exit_with_parent)
     assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "2"
     assert env["PYTHONPATH"].split(":")[0] == str((tmp_path / "site").resolve())
+
+
+FAKE_RUN = """
+import sys, time
+rate, last = float(sys.argv[1]), int(sys.argv[2])
+time.sleep(0.5)  # start-up, which the measurement must not count
+for step in range(1, last + 1):
+    time.sleep(1 / rate)
+    print(f"train:  1%|  | {step}/900 [00:01<00:10, 99.00step/s]", end="\\r", flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_measurement_is_the_runs_own_first_steps(tmp_path):
+    """launch --measure-steps: each started run's steps/s over its first steps, read off its log while it trains;
+    a run that dies without a step is None, one still short at the timeout has its rate so far."""
+    logs, state = tmp_path / "logs", {"runs": {}}
+    runs = {"fast": (20.0, 40), "slow": (4.0, 1000), "dead": None}
+    processes = []
+    for name, fake in runs.items():
+        code = FAKE_RUN if fake else "raise SystemExit(1)"
+        args = [str(x) for x in fake] if fake else []
+        process = gpu_runs.spawn([sys.executable, "-c", code, *args, "pipeline.paper", "run", name],
+                                 logs / f"{name}.log", {})
+        processes.append(process)
+        state["runs"][name] = {"pid": process.pid, "marker": ["pipeline.paper", "run", name]}
+    try:
+        measured = gpu_runs.measure_running(list(runs), state, logs, steps=30, timeout_s=6.0, poll_s=0.2)
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait(timeout=30)
+    assert measured["dead"] is None
+    fast, slow = measured["fast"], measured["slow"]
+    assert fast["steps"] >= 30 and not fast["partial"]
+    assert 12 <= fast["steps_per_second"] <= 21  # its own rate (sleeps plus overhead), not tqdm's 99 or start-up
+    assert slow["partial"] and 5 <= slow["steps"] < 30 and 2.5 <= slow["steps_per_second"] <= 4.2
 
 
 def test_progress_comes_from_the_log_and_a_finished_process_is_not_alive(tmp_path):
