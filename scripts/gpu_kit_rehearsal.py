@@ -23,6 +23,7 @@ runs it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -120,6 +121,10 @@ def rehearse(*, repo: Path, kit: Path, work: Path, python: str, params: Path | N
     if paper("launch", *kit_option, "--measure-steps", str(measure_steps), "--device", "cpu", *sets).returncode:
         problems.append("launch failed")
         return report
+    measured = json.loads((tree / "gpu_runs/kit/measure.json").read_text(encoding="utf-8"))
+    unmeasured = sorted(name for name in PAPER_RUNS if not (measured.get(name) or {}).get("steps_per_second"))
+    if unmeasured:
+        problems.append(f"launch --measure-steps measured no rate for {', '.join(unmeasured)}")
     while True:
         status = paper("collect", "--out", str(out), "--wait-s", "30").returncode
         if status != 3 or time.monotonic() - started > timeout_s:
