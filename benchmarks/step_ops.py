@@ -16,9 +16,9 @@ replaced by those two. Each line gives:
 * ``ops``: every aten operator dispatched; ``views`` of them only re-describe memory (no kernel on a GPU), so
   ``kernels = ops - views`` is about what the GPU launches (in float32; bf16 autocast adds its casts);
 * ``waits``: operators whose result the host reads (``_local_scalar_dense``: ``.item()``, ``if tensor``;
-  ``nonzero`` and boolean-mask indexing, whose result's size it needs), each a wait for the device on a GPU. ``.cpu()`` of a CPU tensor dispatches
-  nothing, so tests/test_training_host_syncs.py (CUDA's sync debug mode) is the authority on waits; this counts
-  the ones a CPU can see.
+  ``nonzero`` and boolean-mask indexing, whose result's size it needs), each a wait for the device on a GPU.
+  ``.cpu()`` of a CPU tensor dispatches nothing, so tests/test_training_host_syncs.py (CUDA's sync debug mode) is
+  the authority on waits; this counts the ones a CPU can see.
 
 Nothing is asserted; the counts do not depend on the machine.
 """

@@ -114,6 +114,5 @@ class WRNBLSTMPunctuator(PunctuationModel):
         self.classifier = TokenClassifier(self.blstm.output_dim, num_labels, dropout)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        mask, all_real = batch["mask"], batch.get(ALL_REAL, False)
-        trunk = self.trunk(self.input(batch), None if all_real else mask)
-        return self.classifier(self.blstm(self.dropout(trunk), mask, all_real))
+        trunk = self.trunk(self.input(batch), conv_mask(batch))
+        return self.classifier(self.blstm(self.dropout(trunk), batch["mask"], batch.get(ALL_REAL, False)))

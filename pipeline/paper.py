@@ -154,12 +154,10 @@ def plan(args: argparse.Namespace) -> int:
     params = load_params(args.params, profile=PROFILE)
     kit = params["gpu_kit"]
     tokens, source = _train_tokens(args, params)
-    measured = {n: r.get("steps_per_second") for n, r in read_json(args.measured).items()
-                if isinstance(r, dict)} if args.measured else None
-    budget_s, lease_s = float(args.train_budget_s or kit["train_budget_s"]), float(args.lease_s or kit["lease_s"])
-    rows = gpu_plan.plan_rows(params, list(PAPER_RUNS), tokens, budget_s, measured)
-    print(gpu_plan.plan_markdown(rows, budget_s=budget_s, num_tokens=tokens, lease_s=lease_s)
-          + f"\n(training tokens from {source})")
+    measured = gpu_plan.measured_rates(read_json(args.measured)) if args.measured else None
+    _print_plan(params, list(PAPER_RUNS), tokens, float(args.train_budget_s or kit["train_budget_s"]), measured,
+                lease_s=args.lease_s)
+    print(f"(training tokens from {source})")
     return 0
 
 
@@ -305,15 +303,16 @@ def launch(args: argparse.Namespace) -> int:
         results = gpu_runs.measure_running(names, state, logs, args.measure_steps, float(kit["measure_timeout_s"]))
         print(_measure_markdown(results, logs, gpu_runs.gpu_facts().get("gpu")))
         write_json(state_dir / "measure.json", results)
-        _print_plan(params, names, tokens, state["deadline"] - started,
-                    {name: r["steps_per_second"] for name, r in results.items() if r and r["steps_per_second"]})
+        _print_plan(params, names, tokens, state["deadline"] - started, gpu_plan.measured_rates(results))
     print(f"started {len(names)} runs; `python -m pipeline.paper collect --out DIR` waits for them")
     return 0
 
 
-def _print_plan(params: dict, names: list[str], tokens: int, budget_s: float, measured: dict | None) -> None:
+def _print_plan(params: dict, names: list[str], tokens: int, budget_s: float, measured: dict | None, *,
+                lease_s: float | None = None) -> None:
     rows = gpu_plan.plan_rows(params, names, tokens, budget_s, measured)
-    print(gpu_plan.plan_markdown(rows, budget_s=budget_s, num_tokens=tokens, lease_s=float(params["gpu_kit"]["lease_s"])))
+    print(gpu_plan.plan_markdown(rows, budget_s=budget_s, num_tokens=tokens,
+                                 lease_s=float(lease_s or params["gpu_kit"]["lease_s"])))
 
 
 def _measure_markdown(results: dict[str, dict | None], logs_dir: Path, gpu: str | None) -> str:

@@ -24,6 +24,12 @@ def run_schedule(params: dict[str, Any], name: str, num_tokens: int) -> tuple[in
     return steps, train
 
 
+def measured_rates(measurement: dict[str, Any]) -> dict[str, float]:
+    """The steps/s of each run a launch's measurement (``measure.json``) has a rate for."""
+    return {name: float(result["steps_per_second"]) for name, result in measurement.items()
+            if isinstance(result, dict) and result.get("steps_per_second")}
+
+
 def plan_rows(params: dict[str, Any], names: Sequence[str], num_tokens: int, budget_s: float,
               measured: dict[str, float] | None = None) -> list[dict[str, Any]]:
     """Each run's schedule, step rate (measured where given, else ``gpu_kit.assumed_steps_per_s`` of params: by

@@ -267,18 +267,19 @@ def measure_running(names: Sequence[str], state: dict[str, Any], logs_dir: Path,
     result: dict[str, dict[str, Any] | None] = {}
     end = time.monotonic() + timeout_s
     while True:
-        now, memory = time.monotonic(), gpu_facts()["memory_mib"]
+        now, memory = time.monotonic(), None
         for name in (n for n in names if n not in result):
             entry, progress = state["runs"][name], log_progress(logs_dir / f"{name}.log")
             step, alive = progress.get("step", 0), pid_alive(int(entry["pid"]), entry["marker"])
             if step >= max(1, steps // 10) and name not in first:
                 first[name] = (now, step)
+            if not (step >= steps or not alive or now >= end):
+                continue
             since, at = first.get(name, (now, step))
-            if (step >= steps or not alive or now >= end) and (step or not alive):
-                rate = (step - at) / (now - since) if step > at and now > since else progress.get("steps_per_s")
-                result[name] = {"name": name, "steps": step, "steps_per_second": None if rate is None else
-                                round(rate, 2), "gpu_memory_mib": memory.get(int(entry["pid"])),
-                                "partial": step < steps} if step else None
+            rate = (step - at) / (now - since) if step > at and now > since else progress.get("steps_per_s")
+            memory = gpu_facts()["memory_mib"] if memory is None else memory
+            result[name] = {"name": name, "steps": step, "steps_per_second": None if rate is None else round(rate, 2),
+                            "gpu_memory_mib": memory.get(int(entry["pid"])), "partial": step < steps} if step else None
         if len(result) == len(names) or now >= end:
             return {name: result.get(name) for name in names}
         time.sleep(poll_s)

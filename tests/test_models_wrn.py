@@ -6,12 +6,12 @@ import copy
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from tests.helpers import context_rule_batch, overfit_accuracy, padded_batch, scramble_padding
 
+from benchmarks.step_ops import OperatorCount
 from models import build_model
-from models.encoders import ALL_REAL, ConvBlock1d, MaskedConv1d, WideResidualBlock1d
+from models.encoders import ALL_REAL, ConvBlock1d, MaskedBatchNorm1d, MaskedConv1d, WideResidualBlock1d
 
 
 CONFIGS = {
@@ -99,18 +99,6 @@ def test_overfits_a_context_rule(name):
     assert overfit_accuracy(model, context_rule_batch(), 120) > 0.9
 
 
-class _CountOps(TorchDispatchMode):
-    """Counts the aten operators dispatched (what a GPU launches as kernels, views aside)."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.count += 1
-        return func(*args, **(kwargs or {}))
-
-
 def _train_step(model, batch):
     model.zero_grad(set_to_none=True)
     loss = model.loss(batch, 0.1)
@@ -128,9 +116,9 @@ def test_a_batch_without_padding_runs_unmasked_with_the_same_result(name):
     batch = padded_batch(short=9)  # every row whole
     counts = []
     for model, all_real in ((masked, False), (unmasked, True)):
-        with _CountOps() as counter:
+        with OperatorCount() as counter:
             loss, grads = _train_step(model, {**batch, ALL_REAL: all_real})
-        counts.append(counter.count)
+        counts.append(counter.ops)
         if all_real:
             assert torch.allclose(loss, reference_loss, atol=1e-6)
             assert all(torch.allclose(grads[k], reference_grads[k], atol=1e-5) for k in grads)
@@ -142,8 +130,10 @@ def test_a_batch_without_padding_runs_unmasked_with_the_same_result(name):
     assert torch.allclose(masked(batch), unmasked({**batch, ALL_REAL: True}), atol=1e-5)
 
 
-def test_a_one_position_training_batch_keeps_the_masked_statistics():
-    model = build_model(CONFIGS["wrn"], num_labels=4, vector_dim=50, vocab_size=20)
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_a_one_position_training_batch_keeps_the_masked_statistics(name):
+    model = build_model(CONFIGS[name], num_labels=4, vector_dim=50, vocab_size=20)
     batch = padded_batch(batch_size=1, length=1, short=1)
     model.loss({**batch, ALL_REAL: True}).backward()  # fused BatchNorm would refuse one value per channel
-    assert int(model.trunk.final_norm.num_batches_tracked) == 0
+    norms = [m for m in model.modules() if isinstance(m, MaskedBatchNorm1d)]
+    assert norms and all(int(norm.num_batches_tracked) == 0 for norm in norms)

@@ -1,6 +1,7 @@
 """Same seed, same bytes on the CPU (issue 30): a run repeated in a fresh process at two threads writes the same
 weights to the byte, for the BLSTM speech model tuned from its text model (timing cues concatenated to the word
-vectors, :mod:`training.warm_start`) and for the Transformer (relative position bias, dropout); and the trainer's
+vectors, :mod:`training.warm_start`), for the Transformer (relative position bias, dropout) and for WRN-BLSTM (fused
+BatchNorm on whole windows, a BLSTM); and the trainer's
 deterministic mode is on for the CPU run only and handed back as it found it."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from training.execution import deterministic_on_cpu
 #: The pipeline's BLSTM layout (two layers, dropout between them) at a test's width.
 BLSTM = {"name": "blstm", "hidden": 16, "layers": 2, "dropout": 0.3}
 TRANSFORMER = {**TINY_MODEL, "relative_window": 4}
+WRN_BLSTM = {"name": "wrn_blstm", "channels": 4, "widen": 2, "blocks": 2, "lstm_hidden": 8, "dropout": 0.2}
 #: Two threads: one thread cannot show a reduction whose order depends on how work is split between threads.
 TRAIN = {**TINY_TRAIN, "threads": 2, "max_steps": 6, "eval_every_steps": 3, "log_every_steps": 1,
          "dev_eval_tokens": 100}
@@ -30,15 +32,17 @@ from pathlib import Path
 from training import train_model
 
 root, out = Path(sys.argv[1]), Path(sys.argv[2])
-blstm, transformer, train = (json.loads(arg) for arg in sys.argv[3:6])
+blstm, transformer, wrn_blstm, train = (json.loads(arg) for arg in sys.argv[3:7])
 train_model(root / "words", out / "text", out / "text_state", model_config=blstm, train_config=train, window=30,
             stride=15)
 train_model(root / "cues", out / "tuned", out / "tuned_state", model_config=blstm,
             train_config={**train, "lr": 0.001}, window=30, stride=15, init_from=out / "text")
 train_model(root / "words", out / "transformer", out / "transformer_state", model_config=transformer,
             train_config=train, window=30, stride=15)
+train_model(root / "words", out / "wrn_blstm", out / "wrn_blstm_state", model_config=wrn_blstm,
+            train_config=train, window=30, stride=15)
 print(json.dumps({f"{run}/{name}": hashlib.sha256((out / run / name).read_bytes()).hexdigest()
-                  for run in ("text", "tuned", "transformer") for name in ("model.pt", "history.csv")}))
+                  for run in ("text", "tuned", "transformer", "wrn_blstm") for name in ("model.pt", "history.csv")}))
 """
 
 
@@ -62,12 +66,12 @@ def caches(tmp_path_factory):
 def run_in_a_fresh_process(caches, out) -> dict[str, str]:
     done = subprocess.run(
         [sys.executable, "-c", RUNS, str(caches), str(out), json.dumps(BLSTM), json.dumps(TRANSFORMER),
-         json.dumps(TRAIN)], cwd=REPO, capture_output=True, text=True, check=False)
+         json.dumps(WRN_BLSTM), json.dumps(TRAIN)], cwd=REPO, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow  # six short trainings in two fresh processes
+@pytest.mark.slow  # eight short trainings in two fresh processes
 def test_the_same_run_in_a_fresh_process_writes_the_same_bytes(caches, tmp_path):
     first = run_in_a_fresh_process(caches, tmp_path / "first")
     second = run_in_a_fresh_process(caches, tmp_path / "second")
