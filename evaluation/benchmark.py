@@ -21,15 +21,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
+import numpy as np
 from tqdm import tqdm
 
 from corpus.iwslt import read_iwslt, write_iwslt
 from corpus.labels import SENTENCE_END_LABELS
 from embeddings.store import load_split, load_split_words
 from evaluation.scoring import confusion_matrix, score_labels
-from inference.punctuator import Punctuator
+from inference.punctuator import Punctuator, WordsChangedError
 
 #: The key of an evaluation's metrics that names the model directory scored (the others are splits).
 MODEL_KEY = "model"
@@ -84,7 +85,8 @@ def evaluate_model(
     """Label every word of each split, write ``out_dir/<split>.tsv`` and a confusion-matrix plot.
 
     ``segmented_splits``: splits (of ``splits``) also labelled one reference sentence at a time
-    (:func:`sentence_spans`), recorded as ``<split>_segmented`` with their own predictions file.
+    (:func:`sentence_spans`; each sentence's labels those it gets alone, the sentences' windows sharing the
+    model's batches: :func:`label_segments`), recorded as ``<split>_segmented`` with their own predictions file.
 
     ``device``: "cpu", "cuda", or "auto" (CUDA when available). ``features_dir``: the feature cache the model
     was trained on, read only by a model that needs per-token audio features.
@@ -113,21 +115,49 @@ def evaluate_model(
         results[split] = {**scores, "tokens": len(predicted)}
         if split in segmented_splits:
             spans = sentence_spans(reference.labels)
+            progress = lambda it, split=split: tqdm(it, desc=f"evaluate {split} by sentence", unit="batch")  # noqa: E731
             if punctuator.needs_audio:
                 whole = load_split(features_dir, split) if features_dir is not None else None
                 if whole is None:
                     raise ValueError("this model reads per-token audio features: give features_dir")
-                words = load_split_words(features_dir, split)
-                label = lambda a, b: punctuator.label_vectors(whole.vectors[a:b], whole.ids[a:b], words[a:b])  # noqa: E731
+                segmented = label_vector_segments(punctuator, whole.vectors, whole.ids,
+                                                  load_split_words(features_dir, split), spans, progress=progress)
             else:
-                label = lambda a, b: punctuator.punctuate_words(reference.words[a:b], source=str(path))  # noqa: E731
-            segmented = [mark for start, end in tqdm(spans, desc=f"evaluate {split} by sentence", unit="sentence")
-                         for mark in label(start, end)]
+                segmented = label_segments(punctuator, reference.words, spans, source=str(path), progress=progress)
             name = f"{split}{SEGMENTED_SUFFIX}"
             write_iwslt(out_dir / f"{name}.tsv", reference.words, segmented)
             results[name] = {**score_labels(reference.labels, segmented), "tokens": len(segmented),
                              "sentences": len(spans)}
     return results
+
+
+def label_segments(punctuator: Punctuator, words: Sequence[str], spans: Sequence[tuple[int, int]], *,
+                   source: str = "the words", progress=None) -> list[str]:
+    """One label per word of ``words``, each span ``(start, end)`` of them labelled as a text of its own: the labels
+    of ``punctuator.punctuate_words(words[start:end])`` for each span, one after the other. The windows of every
+    span fill the model's batches together (``share_batches``: a model call per batch of windows, not per span,
+    and the labels come back from the device once), each span's windows still those it gets alone.
+
+    A word that does not come back as one word is a :class:`WordsChangedError` naming ``source`` and the span."""
+    texts = [punctuator.prepare_text("\n".join(words[start:end])) for start, end in spans]
+    labels: list[str] = []
+    for (start, end), result in zip(spans, punctuator.punctuate_prepared(texts, capitalise=False, share_batches=True,
+                                                                         progress=progress)):
+        if len(result.labels) != end - start:
+            raise WordsChangedError(f"{source}, words {start + 1}-{end}: {end - start} words in, {len(result.labels)} "
+                                    "out (a word with whitespace inside, or read as punctuation)")
+        labels.extend(result.labels)
+    return labels
+
+
+def label_vector_segments(punctuator: Punctuator, vectors: np.ndarray, ids: np.ndarray, words: Sequence[str],
+                          spans: Sequence[tuple[int, int]], *, progress=None) -> list[str]:
+    """One label per token of a split's cached model inputs, each span ``(start, end)`` labelled as a stream of its
+    own (``punctuator.label_vectors`` of its rows, one span after the other), the windows of every span filling
+    the model's batches together, as :func:`label_segments`."""
+    # the Punctuator's one decoding path over several streams (what label_vectors runs for one)
+    streams = [(vectors[start:end], ids[start:end], words[start:end]) for start, end in spans if end > start]
+    return [label for labels in punctuator._decode(streams, False, progress) for label in labels]
 
 
 def _label_cached(punctuator: Punctuator, features_dir: str | Path | None, split: str, tokens: int,

@@ -39,15 +39,21 @@ class PositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.table = nn.Embedding(learned, dim) if learned > 0 else None
 
-    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+    def positions(self, length: int, *, device: torch.device | None = None) -> torch.Tensor:
+        """The (length, dim) table of positions 0 .. length - 1 (computed once for a whole decoding: ``table=``)."""
         if self.table is None:
-            table = sinusoidal_positions(start + x.size(1), self.dim, device=x.device)[start:]
-        else:
-            if start + x.size(1) > self.table.num_embeddings:
-                raise ValueError(f"{start + x.size(1)} positions, but the learned position table has "
-                                 f"{self.table.num_embeddings}: decode with windows of at most that many tokens")
-            table = self.table.weight[start:start + x.size(1)]
-        return self.dropout(x + table.unsqueeze(0))
+            return sinusoidal_positions(length, self.dim, device=device)
+        if length > self.table.num_embeddings:
+            raise ValueError(f"{length} positions, but the learned position table has "
+                             f"{self.table.num_embeddings}: decode with windows of at most that many tokens")
+        return self.table.weight[:length]
+
+    def forward(self, x: torch.Tensor, start: int = 0, table: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` (B, T, D) at positions ``start`` .. ``start + T - 1``; ``table``: :meth:`positions` of at least
+        that many (else computed here)."""
+        if table is None:
+            table = self.positions(start + x.size(1), device=x.device)
+        return self.dropout(x + table[start:start + x.size(1)].unsqueeze(0))
 
 
 def causal_mask(length: int, *, device: torch.device | None = None) -> torch.Tensor:
@@ -102,9 +108,8 @@ class MultiHeadAttention(nn.Module):
     is exactly standard attention; ``M`` starts near zero (std 0.1 / sqrt(d_head)) so training starts from
     standard attention.
 
-    ``cache`` supports step-by-step decoding: a dict that accumulates the projected keys/values of the
-    positions seen so far (self-attention), or holds the projected memory once (cross-attention,
-    ``static_kv=True``).
+    Step-by-step decoding projects keys/values once (:meth:`key_values`: the memory's for cross-attention, or
+    the newest position's, written into a preallocated cache) and attends over them (:meth:`attend`).
     """
 
     def __init__(self, dim: int, heads: int, dropout: float = 0.0, *, interaction: bool = False):
@@ -125,6 +130,10 @@ class MultiHeadAttention(nn.Module):
         batch, length, _ = x.shape
         return x.view(batch, length, self.heads, self.head_dim).transpose(1, 2)
 
+    def key_values(self, key_value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The projected keys and values of ``key_value`` (B, Tk, D), each (B, H, Tk, D / H)."""
+        return self._split(self.key(key_value)), self._split(self.value(key_value))
+
     def forward(
         self,
         query: torch.Tensor,
@@ -132,8 +141,6 @@ class MultiHeadAttention(nn.Module):
         *,
         key_mask: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
-        cache: dict | None = None,
-        static_kv: bool = False,
         position_bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Attend from ``query`` (B, Tq, D) over ``key_value`` (B, Tk, D).
@@ -142,16 +149,22 @@ class MultiHeadAttention(nn.Module):
         look (e.g. :func:`causal_mask`); ``position_bias`` (H, Tq, Tk) is added to the scores (e.g.
         :class:`RelativePositionBias`). Returns the output (B, Tq, D) and the weights (B, H, Tq, Tk).
         """
+        k, v = self.key_values(key_value)
+        return self.attend(query, k, v, key_mask=key_mask, attention_mask=attention_mask,
+                           position_bias=position_bias)
+
+    def attend(
+        self,
+        query: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        *,
+        key_mask: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        position_bias: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`forward` over keys and values already projected (:meth:`key_values`, or a view of a cache)."""
         q = self._split(self.query(query)) / math.sqrt(self.head_dim)
-        if cache is not None and static_kv and "k" in cache:
-            k, v = cache["k"], cache["v"]
-        else:
-            k, v = self._split(self.key(key_value)), self._split(self.value(key_value))
-            if cache is not None and not static_kv and "k" in cache:
-                k = torch.cat([cache["k"], k], dim=2)
-                v = torch.cat([cache["v"], v], dim=2)
-            if cache is not None:
-                cache["k"], cache["v"] = k, v
         scores = q @ k.transpose(-1, -2)  # (B, H, Tq, Tk)
         if self.head_mixing is not None:
             scores = scores + torch.einsum("hg,bgqk->bhqk", self.head_mixing, scores)
@@ -270,8 +283,11 @@ class TransformerEncoder(nn.Module):
 class TransformerDecoderLayer(nn.Module):
     """Masked self-attention over the outputs so far, cross-attention to the encoder, feed-forward.
 
-    ``cache`` (a dict per layer) enables step-by-step decoding at O(T) cost per step instead of re-running
-    the whole prefix.
+    :meth:`forward` reads every position at once (teacher forcing); greedy decoding calls :meth:`start_decoding`
+    once per batch of windows and then :meth:`step` once per position, at O(T) cost per step instead of
+    re-running the whole prefix: the memory's cross-attention keys/values are projected once, and the
+    self-attention's keys/values live in a cache allocated for the whole window, written in place position by
+    position (no tensor grows, nothing waits for the device).
     """
 
     def __init__(self, dim: int, heads: int, ffn: int, dropout: float, norm: str = "post"):
@@ -283,17 +299,36 @@ class TransformerDecoderLayer(nn.Module):
         self.after_cross_attention = _Sublayer(dim, dropout, norm=norm)
         self.after_feed_forward = _Sublayer(dim, dropout, norm=norm)
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
-                cache: dict | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor) -> torch.Tensor:
         read = self.after_self_attention.inputs(x)
-        if cache is None:
-            attended, _ = self.self_attention(read, read, attention_mask=causal_mask(x.size(1), device=x.device))
-        else:  # x holds only the newest position; earlier ones live in the cache
-            attended, _ = self.self_attention(read, read, cache=cache.setdefault("self", {}))
+        attended, _ = self.self_attention(read, read, attention_mask=causal_mask(x.size(1), device=x.device))
         x = self.after_self_attention(x, attended)
-        cross_cache = None if cache is None else cache.setdefault("cross", {})
-        attended, _ = self.cross_attention(self.after_cross_attention.inputs(x), memory, key_mask=memory_mask,
-                                           cache=cross_cache, static_kv=True)
+        attended, _ = self.cross_attention(self.after_cross_attention.inputs(x), memory, key_mask=memory_mask)
+        x = self.after_cross_attention(x, attended)
+        return self.after_feed_forward(x, self.feed_forward(self.after_feed_forward.inputs(x)))
+
+    def start_decoding(self, memory: torch.Tensor, length: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """The layer's decoding state for a batch of windows of ``length`` positions over ``memory`` (B, T, D):
+        the memory's cross-attention keys/values (``"cross"``) and the self-attention's key/value cache
+        (``"self"``, (B, H, length, D / H) each, filled by :meth:`step`; of the projections' dtype, also under
+        autocast)."""
+        keys, values = self.cross_attention.key_values(memory)
+        shape = (memory.size(0), self.self_attention.heads, length, self.self_attention.head_dim)
+        return {"cross": (keys, values), "self": (keys.new_empty(shape), values.new_empty(shape))}
+
+    def step(self, x: torch.Tensor, position: int, memory_mask: torch.Tensor,
+             state: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """The layer's output (B, 1, D) at ``position`` from its input there (B, 1, D); the positions before it
+        were stepped through already (their keys/values are in ``state``, :meth:`start_decoding`)."""
+        read = self.after_self_attention.inputs(x)
+        keys, values = state["self"]
+        k, v = self.self_attention.key_values(read)
+        keys[:, :, position:position + 1] = k
+        values[:, :, position:position + 1] = v
+        attended, _ = self.self_attention.attend(read, keys[:, :, :position + 1], values[:, :, :position + 1])
+        x = self.after_self_attention(x, attended)
+        attended, _ = self.cross_attention.attend(self.after_cross_attention.inputs(x), *state["cross"],
+                                                  key_mask=memory_mask)
         x = self.after_cross_attention(x, attended)
         return self.after_feed_forward(x, self.feed_forward(self.after_feed_forward.inputs(x)))
 

@@ -64,15 +64,15 @@ class SelfAttentionPunctuator(PunctuationModel):
         memory, _ = self.encoder(x, batch["mask"])
         return memory
 
-    def _decode(self, previous_labels: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
-                caches: list[dict] | None = None, start: int = 0) -> torch.Tensor:
+    def _decode(self, previous_labels: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: the logits at every position, given the labels before it (``previous_labels``)."""
         # unscaled: the embedding's N(0, 1) entries already match the positions' and the memory's magnitude
         x = self.label_embedding(previous_labels)
         if self.aligned_memory:
-            x = x + memory[:, start:start + x.size(1)]
-        x = self.decoder_positions(x, start=start)
-        for i, layer in enumerate(self.decoder):
-            x = layer(x, memory, memory_mask, cache=None if caches is None else caches[i])
+            x = x + memory[:, :x.size(1)]
+        x = self.decoder_positions(x)
+        for layer in self.decoder:
+            x = layer(x, memory, memory_mask)
         return self.classifier(x if self.decoder_norm is None else self.decoder_norm(x))
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -83,13 +83,25 @@ class SelfAttentionPunctuator(PunctuationModel):
 
     @torch.no_grad()
     def predict(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Greedy decoding, one position at a time: the memory's cross-attention keys/values projected once per
+        batch, the self-attention's in caches allocated for the whole window (written in place), the positions
+        read from one table. The same kernels at every position and no wait for the device: the labels decoded
+        stay on it. The same computation, position by position, as :meth:`forward` fed its own output."""
         memory = self.encode(batch)
-        batch_size, length = batch["mask"].shape
-        caches: list[dict] = [{} for _ in self.decoder]
+        mask = batch["mask"]
+        batch_size, length = mask.shape
+        positions = self.decoder_positions.positions(length, device=memory.device)
+        states = [layer.start_decoding(memory, length) for layer in self.decoder]
         previous = torch.full((batch_size, 1), self.start_label, dtype=torch.long, device=memory.device)
         predicted = []
         for position in range(length):
-            logits = self._decode(previous, memory, batch["mask"], caches, start=position)
+            x = self.label_embedding(previous)
+            if self.aligned_memory:
+                x = x + memory[:, position:position + 1]
+            x = self.decoder_positions(x, start=position, table=positions)
+            for layer, state in zip(self.decoder, states):
+                x = layer.step(x, position, mask, state)
+            logits = self.classifier(x if self.decoder_norm is None else self.decoder_norm(x))
             previous = logits[:, -1].argmax(dim=-1, keepdim=True)
             predicted.append(previous)
         return torch.cat(predicted, dim=1)
