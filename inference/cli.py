@@ -60,6 +60,7 @@ from pathlib import Path
 # Only light modules at import time: `punctuate --help` must not load torch; the model code is imported
 # once the arguments, the input and the output folder have been checked.
 from corpus.io import atomic_write_text
+from experiments.numerics import pin_numerics
 from inference.outputs import FORMATS, format_punctuated
 
 
@@ -237,6 +238,9 @@ def _is_corpus(args: argparse.Namespace) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the evaluate stage's numerics (experiments.numerics), so that the labels are the ones it scored on any CPU;
+    # before torch loads (in a program that loaded it already, the program's own numerics stay)
+    pin_numerics()
     parser = build_parser()
     args = parser.parse_args(argv)
     if _is_corpus(args):

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from corpus.io import atomic_write_text, split_run_facts
+from experiments.numerics import numeric_facts
 from experiments.params import load_params
 
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
@@ -143,7 +144,8 @@ class StageRecord:
     def content(cls) -> dict[str, Any]:
         seconds = None if cls.started is None else round(time.perf_counter() - cls.started, 1)
         return {"stage": cls.name, "seconds": seconds,
-                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), **cls.facts}
+                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), **cls.facts,
+                "numerics": numeric_facts()}
 
     @classmethod
     def write(cls, directory: str | os.PathLike | None = None) -> Path:
