@@ -49,20 +49,13 @@ from typing import Any
 
 import numpy as np
 
-from audio.spoken import bare
+from audio.spoken import Segment, bare
 
 __all__ = ["ENGINE_CLASSES", "EngineOutput", "EngineUnavailableError", "Segment", "engine_available", "get_engine"]
 
 
 class EngineUnavailableError(RuntimeError):
     """The speech engine's shared library or voice is not installed."""
-
-
-@dataclass(frozen=True)
-class Segment:
-    name: str
-    start: int  # samples at the engine's rate
-    end: int
 
 
 @dataclass

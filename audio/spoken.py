@@ -35,16 +35,13 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # only for annotations: audio.engines imports this module
-    from audio.engines import Segment
 
 __all__ = [
     "CLITICS",
     "MARKS",
     "SILENT_TOKENS",
     "SPOKEN_SPELLINGS",
+    "Segment",
     "Unit",
     "bare",
     "make_chunks",
@@ -53,6 +50,16 @@ __all__ = [
     "spoken_form",
     "written_form",
 ]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A phone the speech engine said: its name and where it ends and starts, in samples at the engine's rate
+    (``audio.engines`` makes them; :func:`split_clitics` reads them)."""
+
+    name: str
+    start: int
+    end: int
 
 #: Benchmark tokens that are written onto the word before them.
 CLITICS: frozenset[str] = frozenset({"n't", "'s", "'re", "'m", "'ll", "'ve", "'d"})

@@ -78,10 +78,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 RUN_FACT = re.compile(r"seconds|per_second|^peak_memory|_this_run$")
 
 
-def read_utf8(path: str | os.PathLike, error: type[Exception] = ValueError, *, encoding: str = "utf-8") -> str:
+def read_utf8(path: str | os.PathLike, error: type[Exception] = ValueError, *, encoding: str = "utf-8",
+              data: bytes | None = None) -> str:
     """The text of ``path``; bytes that are not UTF-8 raise ``error("<path>:<line>: not valid UTF-8")``, naming the
-    line of the first bad byte (the readers of users' files all report it so)."""
-    raw = Path(path).read_bytes()
+    line of the first bad byte (the readers of users' files all report it so). ``data``: the file's bytes when
+    the caller has read them already (the file is then not read again)."""
+    raw = Path(path).read_bytes() if data is None else data
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError as failure:

@@ -120,8 +120,9 @@ def _number(value: object, where: str, what: str) -> float:
     return number
 
 
-def read_word_tsv(path: str | os.PathLike) -> list[WordTiming]:
-    """Read a word TSV (see :func:`write_word_tsv`); CRLF or LF, the header optional.
+def read_word_tsv(path: str | os.PathLike, data: bytes | None = None) -> list[WordTiming]:
+    """Read a word TSV (see :func:`write_word_tsv`); CRLF or LF, the header optional. ``data``: the file's bytes
+    when the caller has read them already.
 
     A row with both time cells filled is an aligned word; with both empty, a word without a time (NaN,
     ``aligned=False``). Raises :class:`TimingsFormatError` naming the file and line for a row without three
@@ -129,7 +130,7 @@ def read_word_tsv(path: str | os.PathLike) -> list[WordTiming]:
     start, or a word that starts before the previous timed word started (times out of order).
     """
     path = Path(path)
-    text = read_utf8(path, TimingsFormatError)
+    text = read_utf8(path, TimingsFormatError, data=data)
     timings: list[WordTiming] = []
     last_start, last_line = -math.inf, 0
     for number, line in enumerate(text.splitlines(), start=1):
@@ -303,12 +304,13 @@ def _json_word_lists(data: object, path: Path) -> list[tuple[str, list]]:
                              "level or under 'words', 'result' or 'segments[].words'")
 
 
-def read_word_json(path: str | os.PathLike) -> tuple[list[WordTiming], list[str]]:
-    """The words of a recogniser's JSON (module docstring) and where each entry stands (``segments[2].words[0]``).
+def read_word_json(path: str | os.PathLike, data: bytes | None = None) -> tuple[list[WordTiming], list[str]]:
+    """The words of a recogniser's JSON (module docstring) and where each entry stands (``segments[2].words[0]``);
+    ``data``: the file's bytes when the caller has read them already.
 
     Raises :class:`TimingsFormatError` naming the file and the entry (the line, for JSON that does not parse)."""
     path = Path(path)
-    text = read_utf8(path, TimingsFormatError, encoding="utf-8-sig")
+    text = read_utf8(path, TimingsFormatError, encoding="utf-8-sig", data=data)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:

@@ -19,6 +19,7 @@ WORDS_FILE = "words.txt"
 SPLITS: tuple[str, ...] = ("train", "dev", "ref", "asr")
 VOCAB_SPLIT = "train"
 MANIFEST = "manifest.json"
+#: The token embedder's folder, in a feature cache and in a model directory alike.
 EMBEDDER_DIR = "embedder"
 ARRAYS: tuple[str, ...] = ("vectors", "ids", "labels", "oov")
 #: Written with a speech source: which tokens got a speech vector; and the speech settings beside the embedder.

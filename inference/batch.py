@@ -74,6 +74,9 @@ class _Job:
     output: str
     record: str
     timings: TimingsSource | None
+    #: the timings' bytes as the plan read them for the resume fingerprint: the worker parses these, so that each
+    #: timings file is read once per transcript (small: a talk's word times are kilobytes)
+    timings_bytes: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -222,9 +225,10 @@ def _read_job(job: _Job, settings: _Settings, punctuator):  # noqa: ANN001, ANN2
     """``(prepared text, fingerprint, words)`` of a transcript, read and checked against its timings."""
     data = Path(job.source).read_bytes()
     text = decode_text(data, job.source)
-    timings_bytes = job.timings.read_bytes() if job.timings is not None else None
-    rows = read_timings(job.timings, timings_bytes if job.timings.format == "ctm" else None) \
-        if job.timings is not None else None
+    timings_bytes = job.timings_bytes
+    if job.timings is not None and timings_bytes is None:
+        timings_bytes = job.timings.read_bytes()
+    rows = read_timings(job.timings, timings_bytes) if job.timings is not None else None
     prepared = punctuator.prepare_text(text, timings=rows, transcript=job.source)
     return prepared, _fingerprint(settings, data, job.timings, timings_bytes), len(text.split())
 
@@ -456,4 +460,4 @@ def _plan(transcript: Transcript, out: Path, settings: _Settings, finder: Timing
     record = _complete(job, _fingerprint(settings, data, job.timings, timings_bytes))
     if record is not None:
         return job, int(record.get("words", 0)), True
-    return job, words, False
+    return dataclasses.replace(job, timings_bytes=timings_bytes), words, False

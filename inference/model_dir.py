@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from embeddings.store import EMBEDDER_DIR  # a model directory keeps its token embedder as the feature cache does
+
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.pt"
-EMBEDDER_DIR = "embedder"
 #: Keys of config.json the model is rebuilt from.
 REQUIRED_CONFIG = ("model", "labels", "vector_dim", "vocab_size")
 

@@ -142,26 +142,30 @@ def read_timings(source: TimingsSource, data: bytes | None = None) -> TimingRows
     path = Path(source.path)
     if source.format == "ctm":
         if source.utterance is None:
-            source = ctm_source(path, None)
+            source, data = ctm_source(path, None), None  # ``data`` was the whole file, not the utterance's lines
         else:
             _check_file(path)
         timings, lines = read_ctm_utterance(path, source.utterance, data)
         return TimingRows(tuple(timings), str(path), tuple(lines))
     if source.format == "json":
-        _check_file(path)
-        timings, entries = read_word_json(path)
+        if data is None:
+            _check_file(path)
+        timings, entries = read_word_json(path, data)
         return TimingRows(tuple(timings), str(path), entries=tuple(entries))
-    return read_timing_rows(path)
+    return read_timing_rows(path, data)
 
 
-def read_timing_rows(path: str | os.PathLike) -> TimingRows:
+def read_timing_rows(path: str | os.PathLike, data: bytes | None = None) -> TimingRows:
     """Read a word TSV (:func:`corpus.timings.read_word_tsv`, whose errors name the file and line), keeping the
-    line number of every row."""
+    line number of every row; ``data``: the file's bytes when the caller has read them already (the file is read
+    once either way)."""
     path = Path(path)
-    _check_file(path)
-    timings = read_word_tsv(path)
+    if data is None:
+        _check_file(path)
+        data = path.read_bytes()
+    timings = read_word_tsv(path, data)
     lines = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
         if number == 1 and line.strip().lower() == WORD_TSV_HEADER:
             continue
         if line.strip():

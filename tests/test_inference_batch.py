@@ -86,6 +86,32 @@ def test_the_timings_are_read(models, corpus, clean_run, tmp_path):
     assert punctuated(out).keys() == punctuated(clean_run).keys() and punctuated(out) != punctuated(clean_run)
 
 
+def test_each_timings_file_is_read_once_per_transcript(models, corpus, tmp_path, monkeypatch):
+    """The plan reads a transcript's timings for its resume fingerprint; the worker parses those bytes."""
+    reads: dict[str, int] = {}
+    real_read_bytes, real_open = Path.read_bytes, open
+    times = Path(corpus["times"]).resolve()
+
+    def counted(path: Path) -> bytes:
+        if times in Path(path).resolve().parents:
+            reads[Path(path).name] = reads.get(Path(path).name, 0) + 1
+        return real_read_bytes(path)
+
+    def counted_open(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        if isinstance(file, (str, os.PathLike)) and times in Path(file).resolve().parents:
+            reads[Path(file).name] = reads.get(Path(file).name, 0) + 1
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_bytes", counted)
+    monkeypatch.setattr("builtins.open", counted_open)
+    assert batch(models, corpus, tmp_path / "out", "--workers", "1") == 0
+    transcripts_of: dict[str, int] = {}
+    for timings in corpus["alignment"].values():
+        transcripts_of[Path(timings).name] = transcripts_of.get(Path(timings).name, 0) + 1
+    assert transcripts_of["all.ctm"] == 2  # one Kaldi-style file for two transcripts: read once for each
+    assert reads == transcripts_of
+
+
 @pytest.mark.slow
 def test_the_same_bytes_whatever_the_engine_and_the_worker_count(models, corpus, clean_run, tmp_path):
     expected = outputs(clean_run)
