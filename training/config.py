@@ -29,10 +29,15 @@ import yaml
 #: ``device`` values: auto (CUDA when available), cpu, cuda, cuda:N
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 PRECISIONS = ("auto", "fp32", "bf16")
-COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
+#: ``compile`` values: off, torch.compile's modes, and graph (the whole step replayed as a CUDA graph:
+#: training.graph_step; eager, and recorded as such, where it cannot be)
+COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "graph")
 RESIDENT_MODES = ("auto", "on", "off")
 #: ``lr_schedule`` values (training.batches.lr_schedule): the rate after warm-up
 LR_SCHEDULES = ("rsqrt", "linear", "exponential", "constant")
+#: ``decode_combine`` values (inference.windows.COMBINE_RULES): a token's label from the window it is most central
+#: in, or the arg-max of its logits summed over every window covering it
+DECODE_COMBINE = ("centre", "sum")
 
 
 class ConfigError(ValueError):
@@ -61,6 +66,20 @@ class TrainConfig:
     #    model directory); null = the evaluate section's window and stride, for models that want their own --
     decode_window: int | None = field(default=None, metadata={"recorded_when_set": True})
     decode_stride: int | None = field(default=None, metadata={"recorded_when_set": True})
+    #: centre = each token labelled by the window it is most central in; sum = by the arg-max of its logits (its
+    #: log-probabilities up to a constant) summed over every window covering it (Courtland et al. 2020; models
+    #: with a decoder of their own, the Transformer, keep centre)
+    decode_combine: str = field(default="centre", metadata={"recorded_when_set": True})
+    # -- the ASR-robustness levers (off by default; recorded only when set, so older runs keep their fingerprints) --
+    #: each epoch's windows start at their own random offsets: the gap after a window is seq_len +- up to this many
+    #: tokens (0: one random offset per epoch, then windows edge to edge; training.batches.epoch_plan)
+    window_jitter: int = field(default=0, metadata={"recorded_when_set": True})
+    #: ASR-style noise (Alam et al. 2020): each training token is altered with this probability (0: off) -- replaced
+    #: by the unknown token with probability augment_substitute, deleted with augment_delete, else an unknown token
+    #: is inserted before it (training.batches.AsrNoise)
+    augment_rate: float = field(default=0.0, metadata={"recorded_when_set": True})
+    augment_substitute: float = field(default=0.4, metadata={"recorded_when_set": True})
+    augment_delete: float = field(default=0.4, metadata={"recorded_when_set": True})
     # -- the learning rate after warm-up: rsqrt = 1/sqrt(step) (Vaswani et al., the papers' schedule), linear =
     #    down to zero at the schedule's last step, exponential = down to a tenth of the peak at the last step,
     #    constant = the peak to the end (recorded only when not rsqrt, so older runs keep their fingerprints) --
@@ -68,7 +87,8 @@ class TrainConfig:
     # -- execution: how the computation runs, not what it computes (defaults: today's behaviour) --
     #: auto = bf16 autocast on CUDA, float32 on the CPU
     precision: str = field(default="auto", metadata={"execution": True})
-    #: torch.compile of the model's loss (off by default: measure before turning it on)
+    #: torch.compile of the model's loss (off by default: measure before turning it on), or graph: the whole
+    #: training step captured once as a CUDA graph and replayed (training.graph_step)
     compile: str = field(default="off", metadata={"execution": True})
     #: training and dev tokens held as tensors on the device, batches cut by index (auto = on CUDA only)
     resident: str = field(default="auto", metadata={"execution": True})
@@ -113,6 +133,13 @@ class TrainConfig:
         need(self.decode_stride is None or self.decode_stride >= 1, "decode_stride", "must be null or >= 1")
         need(self.eval_batch_size is None or self.eval_batch_size >= 1, "eval_batch_size", "must be null or >= 1")
         need(self.lr_schedule in LR_SCHEDULES, "lr_schedule", f"must be one of {', '.join(LR_SCHEDULES)}")
+        need(self.decode_combine in DECODE_COMBINE, "decode_combine", f"must be one of {', '.join(DECODE_COMBINE)}")
+        need(0 <= self.window_jitter < self.seq_len, "window_jitter", "must be in [0, seq_len)")
+        need(0 <= self.augment_rate < 1, "augment_rate", "must be in [0, 1)")
+        for key in ("augment_substitute", "augment_delete"):
+            need(0 <= getattr(self, key) <= 1, key, "must be in [0, 1]")
+        need(self.augment_substitute + self.augment_delete <= 1 + 1e-9, "augment_delete",
+             "must be at most 1 - augment_substitute (the rest is the insertions' share)")
         need(bool(DEVICE_PATTERN.match(self.device)), "device", "must be auto, cpu, cuda or cuda:N")
         need(self.precision in PRECISIONS, "precision", f"must be one of {', '.join(PRECISIONS)}")
         need(self.compile in COMPILE_MODES, "compile", f"must be one of {', '.join(COMPILE_MODES)}")

@@ -1,6 +1,7 @@
 """Model selection during training: dev loss and greedy-decoded dev scores of the model being trained.
 
-The windows and the stitching are those of ``punctuate`` (:func:`inference.windows.predict_windows`); the
+The windows and the stitching are those of ``punctuate`` (:func:`inference.windows.predict_windows`, with the
+window combination ``punctuate`` uses for the model: :func:`inference.punctuator.combine_rule`); the
 tokens are cut from a :class:`training.batches.TokenStore` (resident on the device on CUDA), and losses and
 predictions stay on the device until the end. :func:`cut_batch` is how the trainer cuts every batch, its training
 steps' included: it tells the model on the host which batches have no padding.
@@ -16,6 +17,7 @@ import torch
 
 from corpus.labels import LABELS
 from evaluation.scoring import score_labels
+from inference.punctuator import combine_rule, window_logits
 from inference.windows import predict_windows
 from models.encoders import ALL_REAL
 from training.batches import TokenStore, real_tokens
@@ -32,8 +34,9 @@ def cut_batch(store: TokenStore, starts, window: int, **options) -> dict:
 
 def evaluate_on_tokens(model, features, *, window: int, stride: int, label_smoothing: float,
                        device: torch.device, batch_size: int, store: TokenStore | None = None,
-                       autocast: Callable = contextlib.nullcontext) -> dict[str, float]:
-    """Dev loss (teacher forced, non-overlapping windows) and greedy-decoded scores (overlapping windows).
+                       autocast: Callable = contextlib.nullcontext, combine: str = "centre") -> dict[str, float]:
+    """Dev loss (teacher forced, non-overlapping windows) and greedy-decoded scores (overlapping windows, combined
+    by ``combine``: ``train.decode_combine``, :data:`inference.windows.COMBINE_RULES`).
 
     ``store``: the tokens as a :class:`TokenStore` (resident on the device: batches cut there); by default
     one is made from ``features`` (``vectors``, ``ids``, ``labels``, ``words``). Losses and predictions stay
@@ -52,8 +55,11 @@ def evaluate_on_tokens(model, features, *, window: int, stride: int, label_smoot
             chunk = starts[first:first + batch_size]
             losses.append(model.loss(cut_batch(store, chunk, window), label_smoothing).detach().float())
             weights.append(real_tokens(chunk, window, store.num_tokens))
-        predicted = predict_windows(model.predict, lambda s: cut_batch(store, np.asarray(s), window, with_labels=False),
-                                    store.num_tokens, window=window, stride=stride, batch_size=batch_size)
+        combine = combine_rule(model, combine)
+        predict = model.predict if combine == "centre" else lambda batch: window_logits(model, batch)
+        predicted = predict_windows(predict, lambda s: cut_batch(store, np.asarray(s), window, with_labels=False),
+                                    store.num_tokens, window=window, stride=stride, batch_size=batch_size,
+                                    combine=combine)
     scores = score_labels([LABELS[i] for i in labels], [LABELS[i] for i in predicted])
     model.train()
     loss = float(np.average(torch.stack(losses).double().cpu().numpy(), weights=weights)) if losses else float("nan")

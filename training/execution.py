@@ -14,10 +14,12 @@ import resource
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
 from inference.device import choose_device
+from training.batches import real_tokens
 from training.config import TrainConfig
 
 
@@ -55,6 +57,25 @@ class Processes:
 
             dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
         return tensor
+
+    def share(self, starts: np.ndarray, flat_offset: int, device_plan: torch.Tensor | None, window: int,
+              num_tokens: int) -> tuple[np.ndarray, torch.Tensor | None, float | None]:
+        """This process's share of a global batch ``starts`` (at ``flat_offset`` of the epoch's starts
+        ``device_plan``, on the device or None): its starts, the same on the device or None, and its loss weight
+        (its share of the batch's real tokens; None in a single process)."""
+        if not self.distributed:
+            on_device = None if device_plan is None else device_plan[flat_offset:flat_offset + len(starts)]
+            return starts, on_device, None
+        sizes = [len(part) for part in np.array_split(np.arange(len(starts)), self.world)]
+        first = sum(sizes[:self.rank])
+        mine = starts[first:first + sizes[self.rank]]
+        global_tokens = real_tokens(starts, window, num_tokens)
+        if len(mine) == 0:  # fewer windows than processes: take part in the gradient exchange with weight 0
+            mine, first, weight = starts[:1], 0, 0.0
+        else:
+            weight = real_tokens(mine, window, num_tokens) / global_tokens
+        on_device = None if device_plan is None else device_plan[flat_offset + first:flat_offset + first + len(mine)]
+        return mine, on_device, weight
 
     def gather(self, obj: Any) -> list[Any]:
         if not self.distributed:

@@ -15,6 +15,9 @@ them all at once, the model runs under bf16 autocast (``precision``), Adam is th
 models' losses and layers keep every shape fixed and every decision on the device, and the host tells them
 what it knows (:func:`training.dev_eval.cut_batch`); docs/method.md lists what was checked, and
 tests/test_training_host_syncs.py runs a step of every model with CUDA's sync debug mode set to fail.
+``compile: graph`` replays the whole step as one CUDA graph (:mod:`training.graph_step`); where it cannot, the run
+trains eagerly (without CUDA, distributed or for a model that reads words: as ``compile: off``), and its metrics
+say which mode ran and why (``step_mode``, ``step_mode_reason``).
 On the CPU the same seed gives the same weights to the byte: the batches and random draws are the CPU's own,
 the thread count is ``train.threads`` and torch's deterministic algorithms are on
 (:func:`training.execution.deterministic_on_cpu`; tests/test_training_determinism.py).
@@ -42,7 +45,7 @@ from tqdm import tqdm
 from corpus.labels import LABELS
 from embeddings.store import load_split, load_split_words
 from models import build_model
-from training.batches import TokenStore, epoch_plan, lr_schedule, real_tokens, schedule_steps
+from training.batches import TokenStore, asr_noise, epoch_plan, lr_schedule, real_tokens, schedule_steps
 from training.checkpoints import TrainingLock, atomic_torch_save, load_checkpoint, previous_path, training_fingerprint
 from training.config import UNLIMITED, Budget, TrainConfig
 from training.dev_eval import TokenSlice, cut_batch, evaluate_on_tokens
@@ -55,6 +58,7 @@ from training.execution import (
     peak_memory,
     processes_of,
 )
+from training.graph_step import GRAPH, GraphStep, graph_optimizer, graph_refusal, note_step_mode, step_counts
 from training.model_output import best_weights, write_model_dir
 from training.warm_start import warm_start
 
@@ -167,7 +171,7 @@ class _Run:
         resident = config.resident == "on" or (config.resident == "auto" and device.type == "cuda")
         train_words = load_split_words(features_dir, "train") if model.reads_words else None
         self.train = TokenStore(train.vectors, train.ids, train.labels, words=train_words, device=device,
-                                resident=resident)
+                                resident=resident, noise=asr_noise(config, features_dir, model))
         dev = TokenSlice(load_split(features_dir, "dev"), config.dev_eval_tokens,
                           load_split_words(features_dir, "dev") if model.reads_words else None)
         self.dev_labels = np.asarray(dev.labels).astype(np.int64)
@@ -176,9 +180,13 @@ class _Run:
         model.to(device)
         if processes.rank > 0:  # other dropout masks than process 0's (its own seed stays the single-process one)
             torch.manual_seed(seed + 7919 * processes.rank)
-        adam_options = {"fused": True} if device.type == "cuda" else {}
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9,
-                                          **adam_options)
+        self.graph_refused = graph_refusal(config, processes, model, self.train) if config.compile == GRAPH else None
+        if config.compile == GRAPH and self.graph_refused is None:  # training.graph_step
+            self.optimizer = graph_optimizer(model.parameters(), config.lr, device)
+        else:
+            adam_options = {"fused": True} if device.type == "cuda" else {}
+            self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9,
+                                              **adam_options)
         self.loss_of = self._loss_function()
 
         self.num_tokens = self.train.num_tokens
@@ -198,7 +206,9 @@ class _Run:
             "losses_since_eval": [], "train_seconds": 0.0, "train_tokens": 0}
         self._resume()
         self.pending: list[torch.Tensor] = []  # step losses not yet read from the device
-        self.steps_run = 0  # steps of this call
+        self.steps_run = 0  # steps of this call (through _step; graph mode counts its own)
+        self.graph_step = None if config.compile != GRAPH or self.graph_refused else GraphStep(
+            model, self.optimizer, self.train, config, bf16=self.autocast is not contextlib.nullcontext)
         self.mark = time.perf_counter()  # training time is counted from here to the next figure read
 
     # -- set-up ------------------------------------------------------------------------------------------------
@@ -213,7 +223,7 @@ class _Run:
                 module, device_ids=[self.device.index] if self.device.type == "cuda" else None,
                 find_unused_parameters=self.config.find_unused_parameters)
             wrapped = True
-        if self.config.compile != "off":
+        if self.config.compile not in ("off", GRAPH):
             module = torch.compile(module, mode=None if self.config.compile == "default" else self.config.compile)
             wrapped = True
         return module if wrapped else self.model.loss
@@ -269,7 +279,11 @@ class _Run:
 
     def _flush_losses(self) -> None:
         """Read the step losses kept on the device (one wait for the device for all of them)."""
-        if self.pending:
+        if self.graph_step is not None:  # graph mode: the losses are in the step's ring (one process) ...
+            self.state["losses_since_eval"].extend(self.graph_step.read_losses())
+            if not self.graph_step.bf16:  # ... and its first step may have fallen back to float32: so does dev eval
+                self.autocast = contextlib.nullcontext
+        elif self.pending:
             values = self.processes.all_sum(torch.stack(self.pending).double())
             self.state["losses_since_eval"].extend(values.cpu().tolist())
             self.pending.clear()
@@ -278,6 +292,9 @@ class _Run:
     def _save_checkpoint(self) -> None:
         self._flush_losses()
         since = time.perf_counter()
+        note_step_mode(self.state, self.graph_step, self.graph_refused)  # graph mode: how the steps ran
+        if self.graph_step is not None:  # graph mode (one process): a best kept on the device since the last one
+            self.graph_step.save_best(self.best_path)
         rngs = self.processes.gather(
             (torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None))
         if self.processes.main:
@@ -298,22 +315,28 @@ class _Run:
             result = evaluate_on_tokens(
                 self.model, self.dev_features, window=self.window, stride=self.stride,
                 label_smoothing=self.config.label_smoothing, device=self.device, batch_size=self._eval_batch_size(),
-                store=self.dev, autocast=self.autocast)
+                store=self.dev, autocast=self.autocast, combine=self.config.decode_combine)
             f1 = result["scores"]["OVERALL"]["f1"]
             state["history"].append({
                 "step": state["step"], "epoch": epoch,
                 "train_loss": float(np.mean(train_losses)) if train_losses else "",
-                "dev_loss": result["loss"], "dev_f1": f1, "lr": self.scheduler.get_last_lr()[0],
+                "dev_loss": result["loss"], "dev_f1": f1, "lr": self._last_lr(),
             })
             if f1 > state["best_f1"]:
                 if state["best_f1"] >= 0:
                     state["previous_best"] = [state["best_f1"], state["best_step"]]
                 state["best_f1"], state["best_step"] = f1, state["step"]
-                atomic_torch_save(self.model.state_dict(), self.best_path)
+                if self.graph_step is not None:  # on the device; on disk with the checkpoint that follows
+                    self.graph_step.keep_best()
+                else:
+                    atomic_torch_save(self.model.state_dict(), self.best_path)
         train_losses.clear()
         state["last_eval_step"] = state["step"]
         self._add_time("eval_seconds", since)
         self._save_checkpoint()
+
+    def _last_lr(self) -> float:  # the host's schedule: get_last_lr()'s figure (a graph's rate is a device tensor)
+        return self.config.lr * self.scheduler.lr_lambdas[0](self.scheduler.last_epoch)
 
     def _eval_batch_size(self) -> int:
         if self.config.eval_batch_size is not None:
@@ -321,23 +344,6 @@ class _Run:
         return CUDA_EVAL_BATCH if self.device.type == "cuda" else max(self.config.batch_size, 64)
 
     # -- the loop ----------------------------------------------------------------------------------------------
-
-    def _rank_starts(self, starts: np.ndarray, flat_offset: int, device_plan: torch.Tensor | None):
-        """This process's share of a global batch: (its starts, the same on the device or None, loss weight)."""
-        processes = self.processes
-        if not processes.distributed:
-            on_device = None if device_plan is None else device_plan[flat_offset:flat_offset + len(starts)]
-            return starts, on_device, None
-        sizes = [len(part) for part in np.array_split(np.arange(len(starts)), processes.world)]
-        first = sum(sizes[:processes.rank])
-        mine = starts[first:first + sizes[processes.rank]]
-        global_tokens = real_tokens(starts, self.config.seq_len, self.num_tokens)
-        if len(mine) == 0:  # fewer windows than processes: take part in the gradient exchange with weight 0
-            mine, first, weight = starts[:1], 0, 0.0
-        else:
-            weight = real_tokens(mine, self.config.seq_len, self.num_tokens) / global_tokens
-        on_device = None if device_plan is None else device_plan[flat_offset + first:flat_offset + first + len(mine)]
-        return mine, on_device, weight
 
     def _step(self, starts: np.ndarray, on_device: torch.Tensor | None, weight: float | None) -> torch.Tensor:
         config = self.config
@@ -374,7 +380,7 @@ class _Run:
         steps_this_call = 0
         while state["epoch"] < epochs:
             epoch = state["epoch"]
-            plan = epoch_plan(self.num_tokens, seq_len, batch_size, config.seed, epoch)
+            plan = epoch_plan(self.num_tokens, seq_len, batch_size, config.seed, epoch, jitter=config.window_jitter)
             device_plan = None
             if self.train.resident:  # the epoch's window starts go to the device once
                 device_plan = torch.as_tensor(np.concatenate(plan).astype(np.int64)).to(self.device,
@@ -386,8 +392,12 @@ class _Run:
                 if state["step"] >= self.total_steps:
                     break
                 starts = plan[batch_index]
-                mine, on_device, weight = self._rank_starts(starts, batch_index * batch_size, device_plan)
-                self.pending.append(self._step(mine, on_device, weight))
+                mine, on_device, weight = processes.share(starts, batch_index * batch_size, device_plan, seq_len,
+                                                          self.num_tokens)
+                if self.graph_step is not None:  # its loss stays in the step's ring on the device
+                    self.graph_step.step(mine, on_device, self.scheduler)
+                else:
+                    self.pending.append(self._step(mine, on_device, weight))
                 state["step"] += 1
                 state["batch"] = batch_index + 1
                 state["train_tokens"] += real_tokens(starts, seq_len, self.num_tokens)
@@ -401,7 +411,7 @@ class _Run:
                 if step % log_every == 0 and step % eval_every != 0:
                     state["history"].append({"step": step, "epoch": epoch,
                                              "train_loss": float(np.mean(state["losses_since_eval"][-log_every:])),
-                                             "dev_loss": "", "dev_f1": "", "lr": self.scheduler.get_last_lr()[0]})
+                                             "dev_loss": "", "dev_f1": "", "lr": self._last_lr()})
                 if step % eval_every == 0:
                     self._evaluate_dev(epoch)
                 steps_this_call += 1
@@ -463,6 +473,7 @@ class _Run:
             "steps_scheduled": self.scheduled_steps,
             "device": device_name(self.device), "processes": self.processes.world,
         }
+        metrics.update(note_step_mode(state, self.graph_step, self.graph_refused))  # graph mode: step_mode and why
         # ... and how long it took, which differs at every run: never written into the model directory.
         peak, peak_kind = peak_memory(self.device)
         timings = {
@@ -474,6 +485,7 @@ class _Run:
             "checkpoint_seconds": round(state.get("checkpoint_seconds", 0.0), 1),
             "peak_memory_bytes": peak, "peak_memory_kind": peak_kind,
         }
+        timings.update(step_counts(state))  # graph mode: steps replayed and run eagerly
         config = {"model": self.model_config, "train": self.config.as_params(), "labels": list(LABELS),
                   "vector_dim": self.vector_dim, "vocab_size": self.vocab_size, "window": self.window,
                   "stride": self.stride, "fingerprint": self.fingerprint,

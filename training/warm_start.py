@@ -1,6 +1,6 @@
 """Starting a training run from a trained model directory: the speech model from the text model.
 
-The default speech model (``punctuate.audio_model``, issue 15) reads what the text model reads, the word
+The default speech model (``punctuate.audio_model``) reads what the text model reads, the word
 vectors, plus a few timing-cue columns (``combine: concat`` puts them after the word vector). Trained from
 scratch, it has to learn the text task again beside the cues, and on a CPU budget it learns it less well: it
 then loses to the text model whenever speech is missing. Started from the text model instead, with the new

@@ -1,0 +1,181 @@
+"""The GPU lease's plan and the rates that accumulate over leases (reporting/gpu_plan.py, reporting/gpu_rates.py):
+the training deadline derived from the lease, graph-mode rates derived from kernels and arithmetic, runs sharing a
+time-sliced GPU, which runs a lease starts, the best known rates, and the thirteenth run's reading in the report."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.params import load_params
+from reporting import gpu_plan, gpu_rates
+from reporting.paper import PAPER_RUNS, READINGS, paper_record, readings_markdown, run_config
+from tests.helpers import REPO
+
+
+@pytest.fixture(scope="module")
+def params():
+    return load_params(REPO / "params.yaml", profile="paper")
+
+
+def test_the_training_deadline_is_derived_from_the_lease_and_the_one_command(params):
+    kit = params["gpu_kit"]
+    budget = gpu_plan.lease_budget(kit)
+    allowance = kit["allowance_s"]
+    assert budget["lease_s"] == kit["lease_s"] == 900 and budget["command_s"] <= 570  # one command of <= 9.5 min
+    assert budget["by_lease"] == 900 - sum(allowance.values())
+    assert budget["by_command"] == kit["command_s"] - allowance["unpack"] - allowance["scoring"] - allowance["collect"]
+    assert budget["train_s"] == min(budget["by_lease"], budget["by_command"])
+    assert gpu_plan.lease_budget(kit, 600)["train_s"] == min(600 - sum(allowance.values()), budget["by_command"])
+    assert "train_budget_s" not in kit  # no second, hand-set figure that could disagree
+
+
+def test_graph_rates_are_derived_from_kernels_arithmetic_and_recurrent_steps(params):
+    kit = params["gpu_kit"]
+    graph = kit["graph"]
+    _, train = run_config(params, "transformer_word")
+    facts = graph["experiments"]["transformer"]
+    expected = (facts["kernels"] * graph["kernel_us"] * 1e-6
+                + facts["mflop_per_token"] * 1e6 * 32 * 10 / (graph["tflops"] * 1e12))
+    assert gpu_plan.graph_step_s(kit, "transformer", train) == pytest.approx(expected)
+    rows = {row["name"]: row for row in gpu_plan.plan_rows(params, list(PAPER_RUNS), 2_100_000, mode="graph")}
+    # conservative beside the reviewer's estimate (170-250 steps/s for the Transformer, 650+ conv, 140-280 for the
+    # (Bi)LSTMs, 50-80 DRNN-LWMA), and what the first lease must show: >= 80 steps/s for the paper Transformer
+    transformer = rows["transformer_word"]["rates"]["graph"][0]
+    assert 80 <= transformer <= 170 and rows["conv"]["rates"]["graph"][0] >= 500
+    assert all(100 <= rows[name]["rates"]["graph"][0] <= 280 for name in ("blstm", "lstm", "wrn_blstm"))
+    assert rows["drnn_lwma"]["rates"]["graph"][0] <= 80
+    assert rows["ff2"]["mode"] == "eager" and "reads words" in rows["ff2"]["note"]  # never graphed
+    literal = rows["transformer_word_literal"]
+    assert literal["batch"] == "32 x 100" and literal["rates"]["graph"][0] < transformer  # ten times the tokens
+    assert all(row["busy_s"] == pytest.approx(row["steps"] * row["gpu_step_s"]) for row in rows.values())
+
+
+def row(name: str, own: float, busy: float, extra: float = 0.0) -> dict:
+    return {"name": name, "own_s": own, "busy_s": busy, "extra_s": extra, "eval_s": extra, "steps": 100}
+
+
+def test_runs_sharing_a_time_sliced_gpu_end_by_their_own_pace_or_their_share():
+    rows = [row("a", 10, 10), row("b", 10, 30), row("c", 30, 5, extra=7)]
+    ends = gpu_plan.project(rows, overhead=1.0)
+    assert ends["a"] == 10 + 10 + 5  # a's 10 s of GPU, b's first 10, c's 5
+    assert ends["b"] == 10 + 30 + 5
+    assert ends["c"] == 7 + 30  # host-bound: its own pace
+    assert gpu_plan.project(rows, overhead=2.0)["a"] == 50
+    # in priority order, each run that ends in the budget with every one chosen before still ending in it
+    assert gpu_plan.select(rows, budget_s=45, overhead=1.0) == ["a", "b", "c"]
+    assert gpu_plan.select(rows, budget_s=44, overhead=1.0) == ["a", "b"]  # with c, b would end at 45
+    assert gpu_plan.select(rows, budget_s=39, overhead=1.0) == ["a", "c"]  # b alone beside a ends at 40
+    assert gpu_plan.select(rows, budget_s=30, overhead=1.0, running=[row("r", 0, 25)]) == []
+    left = gpu_plan.remaining({**row("a", 10, 20, extra=8), "eval_s": 4}, 75)
+    assert (left["own_s"], left["busy_s"], left["extra_s"]) == (2.5, 5.0, 1.0)
+
+
+def lease(name: str, device: str | None, runs: dict, scale: float | None = None) -> dict:
+    return {"lease": name, "device": device, "gpu_busy_scale": scale, "runs": runs}
+
+
+def test_the_best_known_rate_of_each_run_and_mode_comes_from_gpu_leases_only():
+    word = {"experiment": "transformer", "tokens_per_step": 320, "requested_mode": "graph", "mode": "graph",
+            "mode_from": "record", "first_steps": {"steps_per_s": 90.0}, "whole_run": {"steps_per_s": 95.0,
+                                                                                        "eval_s_each": 3.0}}
+    slow = {**word, "first_steps": {"steps_per_s": 60.0}, "whole_run": None}
+    fell = {"experiment": "lstm", "tokens_per_step": 3200, "requested_mode": "graph", "mode": "eager",
+            "mode_from": "record", "mode_reason": "capture failed", "whole_run": {"steps_per_s": 30.0}}
+    leases = [lease("1_h100", "NVIDIA H100", {"transformer_word": word, "lstm": fell}, scale=0.8),
+              lease("2_h200", "NVIDIA H200", {"transformer_word": slow}, scale=1.2),
+              lease("3_cpu", None, {"transformer_word": {**word, "first_steps": {"steps_per_s": 999.0}}}, scale=9)]
+    known = gpu_rates.known_rates(leases)
+    assert known["rates"][("transformer_word", "graph")] == {"steps_per_s": 95.0, "where": "NVIDIA H100, lease 1_h100"}
+    assert known["rates"][("transformer", 320, "graph")]["steps_per_s"] == 95.0  # the other Transformers' too
+    assert known["eval_s"]["transformer_word"] == 3.0 and known["fallbacks"] == {"lstm": "capture failed"}
+    assert known["scale"] == {"gpu_busy_scale": 1.2, "lease": "2_h200"}  # the latest GPU lease's; never the CPU's
+    assert ("lstm", "eager") in known["rates"] and ("lstm", "graph") not in known["rates"]
+
+
+def test_the_plan_takes_measured_rates_and_fallbacks(params):
+    known = {"rates": {("transformer", 320, "graph"): {"steps_per_s": 200.0, "where": "H100, lease 1"},
+                       ("lstm", "eager"): {"steps_per_s": 30.0, "where": "H100, lease 1"}},
+             "eval_s": {"transformer_speech": 1.5}, "fallbacks": {"lstm": "capture failed"}, "scale": None}
+    rows = {row["name"]: row for row in gpu_plan.plan_rows(params, ["transformer_speech", "lstm", "conv"], 2_100_000,
+                                                            known=known, mode="graph")}
+    speech = rows["transformer_speech"]
+    assert speech["steps_per_s"] == 200.0 and speech["rates"]["graph"][1] == "measured, H100, lease 1"
+    assert speech["eval_s"] == pytest.approx(1.5 * (speech["steps"] // 2000 + 2))
+    assert rows["lstm"]["mode"] == "eager" and rows["lstm"]["steps_per_s"] == 30.0
+    assert "fell back to eager: capture failed" in rows["lstm"]["note"]
+    assert rows["conv"]["rates"]["graph"][1] == "derived"
+
+
+def test_the_gpu_busy_scale_is_the_measured_busy_share_over_the_derived_one():
+    rows = [{"name": "a", "gpu_step_s": 0.004}, {"name": "b", "gpu_step_s": 0.002}, {"name": "c", "gpu_step_s": None}]
+    # predicted busy share 100 x 0.004 + 50 x 0.002 = 0.5 of the time; measured 0.75: steps take 1.5x the derivation
+    assert gpu_plan.calibration(rows, {"a": 100.0, "b": 50.0, "c": 10.0}, 0.75) == 1.5
+    assert gpu_plan.calibration(rows, {"a": 100.0}, None) is None
+    assert gpu_plan.calibration(rows, {"a": 1.0}, 1.0) == 5.0  # clipped
+
+
+def test_a_lease_s_rates_carry_device_mode_and_both_rates_and_file_by_lease(tmp_path):
+    state = {"started": 1_700_000_000.0, "deadline": 1_700_000_460.0,
+             "runs": {"conv": {"started": 1_700_000_050.0}, "lstm": {"started": 1_700_000_050.0}},
+             "plan": {"runs": {"conv": {"experiment": "conv", "tokens": 3200, "mode": "graph", "wave": 1},
+                               "lstm": {"experiment": "lstm", "tokens": 3200, "mode": "graph", "wave": 2}},
+                      "first_wave": ["conv"], "second_wave": ["lstm"], "utilization": 0.4, "gpu_busy_scale": 0.9}}
+    measurement = {"conv": {"steps_per_second": 700.0, "steps": 200, "partial": False, "gpu_memory_mib": 900}}
+    records = {"conv": {"run": {"steps_per_s": 650.0, "steps_completed": 10, "steps_scheduled": 10,
+                                "full_schedule": True, "train_s": 20.0, "eval_s": 12.0, "step_mode": "graph",
+                                "train": {"eval_every_steps": 5, "epochs": 1}}}}
+    record = gpu_rates.lease_record(state, measurement, records, gpu="NVIDIA H100 80GB HBM3",
+                                    software={"torch": "2.11.0"}, git={"commit": "abc"})
+    assert record["lease"] == "20231114T2213Z_nvidia-h100-80gb-hbm3" and record["train_s"] == 460.0
+    conv, lstm = record["runs"]["conv"], record["runs"]["lstm"]
+    assert conv["mode"] == "graph" and conv["mode_from"] == "record" and conv["first_steps"]["steps_per_s"] == 700.0
+    assert conv["whole_run"]["steps_per_s"] == 650.0 and conv["whole_run"]["eval_s_each"] == 4.0
+    assert lstm["mode_from"] == "requested" and "whole_run" not in lstm and lstm["wave"] == 2
+    path = gpu_rates.file_lease(record, tmp_path)
+    assert path.name == f"{record['lease']}.json" and gpu_rates.load_leases(tmp_path) == [record]
+    known = gpu_rates.known_rates([record])
+    assert known["rates"][("conv", "graph")]["steps_per_s"] == 700.0
+    now = gpu_rates.with_measurement(known, {"lstm": 150.0, "x": None}, {"lstm": "graph", "x": "graph"}, 1.1, "here")
+    assert now["rates"][("lstm", "graph")] == {"steps_per_s": 150.0, "where": "here"}
+    assert now["scale"] == {"gpu_busy_scale": 1.1, "lease": "here"} and ("x", "graph") not in now["rates"]
+
+
+def test_the_thirteenth_run_is_the_literal_reading_and_the_report_sets_both_side_by_side(params):
+    assert len(PAPER_RUNS) == 13 and list(PAPER_RUNS)[:5] == [
+        "transformer_learned", "transformer_word", "transformer_word_literal", "transformer_speech",
+        "transformer_word_speech"]  # the Transformers first: the kit's priority
+    _, ten = run_config(params, "transformer_word")
+    _, literal = run_config(params, "transformer_word_literal", ["max_steps=3"])
+    assert (ten["seq_len"], ten["decode_window"]) == (10, 10)
+    assert (literal["seq_len"], literal["warmup_steps"], literal["lr"], literal["epochs"]) == (100, 4000, 1e-4, 20)
+    assert literal["decode_window"] is None and literal["max_steps"] == 3
+    assert PAPER_RUNS["transformer_word_literal"].published == "yi_tao_2019/word"
+
+    def record(dev: float, ref: float, full: bool = True) -> dict:
+        scores = {"OVERALL": {"f1": ref}, "SER": 0.5}
+        return {"ref": scores, "asr": scores, "run": {"steps_completed": 10 if full else 5, "steps_scheduled": 10,
+                                                      "full_schedule": full, "best_dev_f1": dev, "best_step": 9}}
+    pending = "\n".join(readings_markdown({"transformer_word": record(0.50, 0.52)}))
+    assert "| transformer_word_literal | 32 x 100 tokens, warm-up 4,000 to 1e-4, 20 epochs | **missing** |" in pending
+    assert "| 10 (of 10) | 50.0 (9) | 52.0 | 50.0 | 52.0 | 50.0 |" in pending and "keeps the 10-token reading" in pending
+    decided = "\n".join(readings_markdown({name: record(dev, 0.6) for name, dev in zip(READINGS, (0.50, 0.54))}))
+    assert "keeps **transformer_word_literal**" in decided and "(50.0 vs 54.0)" in decided
+    # a partial record decides nothing, however high its dev F1
+    assert "keeps the 10-token" in "\n".join(readings_markdown({"transformer_word": record(0.5, 0.5),
+                                                                "transformer_word_literal": record(0.9, 0.9, False)}))
+
+
+def test_a_record_carries_the_step_mode_and_why(tmp_path):
+    (tmp_path / "manifest.json").write_text("{}")
+    scores = {"OVERALL": {"f1": 0.5}, "SER": 0.5}
+    metrics = {"steps": 4, "steps_scheduled": 4, "train_seconds": 2.0, "device": "NVIDIA H100 80GB HBM3",
+               "step_mode": "eager", "step_mode_reason": "no CUDA"}
+    made = paper_record("conv", scores={"ref": scores, "asr": scores}, train_metrics=metrics, model_config={},
+                        train_config={}, features_dir=tmp_path, window=100, stride=50, profile="paper", published=None)
+    run = made["run"]
+    assert (run["step_mode"], run["step_mode_reason"], run["steps_per_s"]) == ("eager", "no CUDA", 2.0)
+    assert run["device"] == "NVIDIA H100 80GB HBM3" and run["software"]["torch"] and run["full_schedule"]
+    older = paper_record("conv", scores={"ref": scores, "asr": scores}, train_metrics={"steps": 1, "steps_scheduled": 2},
+                         model_config={}, train_config={}, features_dir=tmp_path, window=100, stride=50,
+                         profile="paper", published=None)["run"]
+    assert older["step_mode"] is None and older["full_schedule"] is False  # a trainer that does not record it
