@@ -24,6 +24,13 @@ model that decodes label by label, the Transformer, gives the probabilities of e
 decoded before it: what its greedy decoder took the arg-max of). The labels are the same whether or not the
 probabilities are asked for.
 
+Windows: a token's label comes from the window it is most central in, or, where the model directory says so
+(``train.decode_combine: sum``, recorded at training like the window and stride, so dev evaluation, the evaluate
+stage and ``punctuate`` decode alike), from its logits summed over every window covering it
+(:mod:`inference.windows`); its probabilities are then the softmax of its windows' mean logits. A model with a
+decoder of its own (the Transformer: labels, not logits, per window) keeps the centre rule
+(:func:`combine_rule`).
+
 Speech: a model trained with timing cues (speech source ``pauses``, :mod:`embeddings.timing_features`) reads
 the pause after each word and how long it was held, computed from word timings
 (:mod:`inference.speech_input`); without timings every cue is flagged missing and the same model punctuates
@@ -50,7 +57,7 @@ from embeddings.speech_sources import PAUSES, SpeechVectors, combine_vectors
 from inference.device import choose_device
 from inference.model_dir import load_trained_model, to_device
 from inference.speech_input import match_timings, timing_raw
-from inference.windows import predict_streams
+from inference.windows import check_combine, predict_streams
 
 
 class WordsChangedError(ValueError):
@@ -79,13 +86,31 @@ class Punctuated:
     probabilities: np.ndarray | None = None
 
 
+def decodes_by_argmax(model) -> bool:
+    """Whether ``model.predict`` is the arg-max of its logits (not a decoder of its own, label by label)."""
+    from models.registry import PunctuationModel
+
+    return type(model).predict is PunctuationModel.predict
+
+
+def combine_rule(model, requested: str) -> str:
+    """The window combination ``model`` is decoded with when ``requested`` (:data:`inference.windows.COMBINE_RULES`):
+    ``sum`` needs logits per window, so a model with a decoder of its own keeps ``centre``."""
+    check_combine(requested)
+    return requested if requested == "centre" or decodes_by_argmax(model) else "centre"
+
+
+def window_logits(model, batch: dict) -> torch.Tensor:
+    """The label logits (B, T, labels) of a batch's windows, in float32 (what ``combine="sum"`` adds up)."""
+    with torch.no_grad():
+        return model(batch).float()
+
+
 def label_probabilities(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     """``(label ids (B, T), probabilities (B, T, labels))`` of a batch: the ids are exactly ``model.predict``'s,
     the probabilities the softmax of the logits they are the arg-max of (module docstring)."""
-    from models.registry import PunctuationModel
-
     with torch.no_grad():
-        if type(model).predict is PunctuationModel.predict:  # the arg-max of the logits: compute them once
+        if decodes_by_argmax(model):  # the arg-max of the logits: compute them once
             logits = model(batch)
             ids = logits.argmax(dim=-1)
         else:  # a decoder of its own (greedy, label by label): its logits at each step, given its own labels
@@ -98,7 +123,8 @@ class Punctuator:
     """A trained model plus its token embedder, ready to label token sequences of any length."""
 
     def __init__(self, model_dir: str | Path, *, device: str = "cpu", window: int | None = None,
-                 stride: int | None = None, batch_size: int = 64, audio_features: bool = False):
+                 stride: int | None = None, batch_size: int = 64, audio_features: bool = False,
+                 decode_combine: str | None = None):
         model_dir = Path(model_dir)
         self.device = choose_device(device)  # a missing GPU is named before any file is opened
         self.model, self.config = load_trained_model(model_dir, device=str(self.device))
@@ -129,6 +155,10 @@ class Punctuator:
         self.window = window or int(self.config["window"])
         self.stride = stride or int(self.config["stride"])
         self.batch_size = batch_size
+        # the window combination recorded at training (model directories before it: centre); an argument, as the
+        # window and stride, only to measure another on a trained model
+        recorded = (self.config.get("train") or {}).get("decode_combine", "centre")
+        self.decode_combine = combine_rule(self.model, decode_combine or recorded)
 
     @property
     def reads_timings(self) -> bool:
@@ -138,6 +168,8 @@ class Punctuator:
     # -- tokens -> labels ---------------------------------------------------------------------------------
 
     def _predict(self, probabilities: bool):  # noqa: ANN202 - batch -> label ids (and probabilities)
+        if self.decode_combine == "sum":  # logits per window, combined by predict_streams
+            return lambda batch: window_logits(self.model, to_device(batch, self.device))
         if probabilities:
             return lambda batch: label_probabilities(self.model, to_device(batch, self.device))
         return lambda batch: self.model.predict(to_device(batch, self.device))
@@ -149,7 +181,12 @@ class Punctuator:
             self._predict(probabilities),
             [(vectors, np.asarray(ids, dtype=np.int64), words if self.model.reads_words else None)
              for vectors, ids, words in streams],
-            window=self.window, stride=self.stride, batch_size=self.batch_size, progress=progress)
+            window=self.window, stride=self.stride, batch_size=self.batch_size, progress=progress,
+            combine=self.decode_combine)
+        if self.decode_combine == "sum":  # (ids, mean logits): the probabilities are the latter's softmax
+            results = [(ids, _softmax(mean) if probabilities else None) for ids, mean in results]
+            if not probabilities:
+                results = [ids for ids, _ in results]
         if probabilities:
             return [([LABELS[i] for i in ids], probs) for ids, probs in results]
         return [[LABELS[i] for i in ids] for ids in results]
@@ -255,6 +292,13 @@ class Punctuator:
             raise WordsChangedError(f"{source}, word {first + 1}: {words[first]!r} is read as punctuation, not as a "
                                     f"word ({len(words)} words in, {len(kept)} out)")
         return labels
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of (N, labels) float64 logits, as float32 (the probabilities :func:`label_probabilities`
+    gives)."""
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return (shifted / shifted.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
 def _word_rows(user_text: UserText, token_rows: np.ndarray | None) -> np.ndarray:

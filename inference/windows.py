@@ -4,6 +4,17 @@ At inference, windows overlap (``stride`` < ``window``) and each token takes its
 which it sits most centrally, so every token gets context on both sides and no mark is lost at a window
 edge, whatever the length of the input.
 
+The other rule (``combine="sum"``, :data:`COMBINE_RULES`; Courtland et al., IWSLT 2020): each token takes the
+arg-max of its logits summed over every window that covers it -- ``window / stride`` predictions per token. A
+window's log-probabilities are its logits less one constant per token (the log-sum-exp), so this is also the
+arg-max of the summed log-probabilities, the product of the windows' distributions: each window's evidence
+counts by its confidence, a window that is sure at a token outweighs one that is unsure. (Summed probabilities
+would average the windows instead, each vote bounded by 1, so that a sure window counts little more than one that
+leans; the paper sums logits.) With
+one window per token it is that window's arg-max: the centre rule's label. ``predict`` then gives each window's
+logits (B, T, labels) instead of label ids, and each token's result comes with the mean of its windows' logits
+(whose softmax is the normalised geometric mean of their distributions; its arg-max is the label).
+
 Several streams (the transcripts of a corpus, :func:`predict_streams`) share batches: their windows are taken
 in order, stream after stream, so that short texts fill batches as one long text does; one stream alone gives
 exactly the batches of :func:`predict_stream`. A window never spans two streams.
@@ -15,6 +26,31 @@ from typing import Callable, Sequence
 
 import numpy as np
 import torch
+
+
+#: how a token's label is taken from the windows that cover it: ``centre`` (the window it is most central in) or
+#: ``sum`` (the arg-max of its logits summed over all of them); module docstring
+COMBINE_RULES = ("centre", "sum")
+
+
+def check_combine(combine: str) -> None:
+    if combine not in COMBINE_RULES:
+        raise ValueError(f"unknown window combination {combine!r} (one of {', '.join(COMBINE_RULES)})")
+
+
+def combine_windows(logits: np.ndarray, first: int, starts: list[int], length: int,
+                    window: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(label ids (length,), mean logits (length, labels))`` of a stream of ``length`` tokens from the logits of
+    its windows at ``starts``: rows ``first``, ``first + 1``, ... of ``logits`` (rows, window, labels). The label is
+    the arg-max of the float64 sum over the windows covering the token (the sum, not the mean, so that one window
+    per token gives exactly its own arg-max)."""
+    total = np.zeros((length, logits.shape[-1]), dtype=np.float64)
+    count = np.zeros(length, dtype=np.int64)
+    for row, start in enumerate(starts, start=first):
+        end = min(start + window, length)
+        total[start:end] += logits[row, :end - start]
+        count[start:end] += 1
+    return total.argmax(axis=1).astype(np.int64), total / count[:, None]
 
 
 def window_starts(length: int, window: int, stride: int) -> list[int]:
@@ -90,10 +126,12 @@ def predict_stream(
     batch_size: int = 64,
     progress: Callable | None = None,
     words: Sequence[str] | None = None,
+    combine: str = "centre",
 ) -> np.ndarray:
     """Label ids for a whole token stream of any length, from overlapping windows.
 
-    ``predict`` maps a batch dict to (B, T) label ids (a model's ``predict``).
+    ``predict`` maps a batch dict to (B, T) label ids (a model's ``predict``); with ``combine="sum"``, to (B, T,
+    labels) logits.
     """
     length = len(ids)
 
@@ -102,7 +140,7 @@ def predict_stream(
         return make_batch(vectors, ids, spans, window, words=words)
 
     return predict_windows(predict, batch_of, length, window=window, stride=stride, batch_size=batch_size,
-                           progress=progress)
+                           progress=progress, combine=combine)
 
 
 def predict_windows(
@@ -114,20 +152,24 @@ def predict_windows(
     stride: int,
     batch_size: int = 64,
     progress: Callable | None = None,
+    combine: str = "centre",
 ) -> np.ndarray:
     """:func:`predict_stream` over any source of batches: ``batch_of(starts)`` makes the padded batch of the
     windows at ``starts`` (e.g. gathered from tokens already on the device).
 
     The predictions stay where ``predict`` leaves them until the last batch, and come to the host at once: no
-    wait for the device per batch.
+    wait for the device per batch. ``combine``: :data:`COMBINE_RULES` (``sum``: ``predict`` gives logits).
     """
+    check_combine(combine)
     if length == 0:
         return np.zeros(0, dtype=np.int64)
     starts = window_starts(length, window, stride)
-    owner, offset = owner_of_each_token(length, window, starts)
     batches = range(0, len(starts), batch_size)
     predicted = [predict(batch_of(starts[first:first + batch_size])) for first in
                  (progress(batches) if progress else batches)]
+    if combine == "sum":
+        return combine_windows(_to_host(torch.cat(predicted)), 0, starts, length, window)[0]
+    owner, offset = owner_of_each_token(length, window, starts)
     window_predictions = torch.cat(predicted).cpu().numpy().astype(np.int64, copy=False)
     return window_predictions[owner, offset]
 
@@ -145,6 +187,7 @@ def predict_streams(
     stride: int,
     batch_size: int = 64,
     progress: Callable | None = None,
+    combine: str = "centre",
 ) -> list:
     """Per stream ``(vectors, ids, words)``, the prediction of each token (:func:`predict_stream` for each, the
     windows of all of them sharing batches, in order).
@@ -152,7 +195,11 @@ def predict_streams(
     ``predict`` maps a batch to (B, T) label ids, or to a tuple of (B, T, ...) tensors (label ids and label
     probabilities); each stream's result is then a tuple of arrays too. ``words`` (None: the batch carries no
     words) are for models that tokenise text themselves. Every stream holds at least one token.
+
+    ``combine="sum"`` (:data:`COMBINE_RULES`): ``predict`` maps a batch to (B, T, labels) logits, and each
+    stream's result is ``(label ids (N,), mean logits (N, labels))`` (:func:`combine_windows`).
     """
+    check_combine(combine)
     if any(len(ids) == 0 for _, ids, _ in streams):
         raise ValueError("predict_streams: an empty stream (leave it out: it has nothing to label)")
     rows: list[tuple[int, int]] = []  # (stream, start) of every window, stream after stream
@@ -192,6 +239,9 @@ def predict_streams(
         joined = tuple(_to_host(torch.cat([part[k] for part in predicted])) for k in range(len(predicted[0])))
     else:
         joined = _to_host(torch.cat(predicted))
+    if combine == "sum":
+        return [combine_windows(joined, first, starts, len(ids), window) for (first, starts), (_, ids, _)
+                in zip(plans, streams)]
     results = []
     for (first, starts), (_, ids, _) in zip(plans, streams):
         owner, offset = owner_of_each_token(len(ids), window, starts)

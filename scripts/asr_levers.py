@@ -1,0 +1,173 @@
+"""Issue 41's three levers, each alone and together, on dev: `punctuate`'s text model trained as the pipeline trains
+it (experiment ``minilm``, then its tuning ``minilm_words``), with the same seed and step budget per run.
+
+    python scripts/asr_levers.py [--runs baseline augment jitter combine all] [--seeds 1 2]
+                                 [--features data/features] [--tuning-features data/feature_sets/word]
+                                 [--prepared data/prepared] [--work runs/asr_levers] [--out reports/asr_levers]
+                                 [--splits dev] [--train-set KEY=VALUE ...] [--model-set KEY=VALUE ...]
+
+Each run is a set of ``train`` settings (:data:`RUNS`) put over both phases -- the fine-tuning of ``minilm`` and the
+400-step head tuning of ``minilm_words`` that starts from it -- as setting them in ``experiment_defs.minilm.train``
+would (a tuning inherits its experiment's settings). Everything else is params.yaml's (``--profile``, default the
+file's own): the same seed, steps and data for every run. The levers:
+
+* ``augment``: ASR-style noise, rate 0.15 with the paper's shares 0.4 / 0.4 / 0.2 (Alam et al. 2020; fixed before
+  any test figure is seen: ``training.batches.AsrNoise``);
+* ``jitter``: every training window's start moved by up to a quarter window, beyond the random offset each epoch
+  already has (Shi et al. 2021; ``training.batches.epoch_plan``);
+* ``combine``: a token's label is the arg-max of its logits summed over the overlapping windows (Courtland et al.
+  2020; ``inference.windows``), at the evaluate stride (two windows per token) and, ``combine_stride25``, at half
+  of it (four per token, twice the decoding work). Recorded in the model directory: dev model selection, the
+  evaluate stage and ``punctuate`` all decode so.
+
+Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
+test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:
+``punctuate``'s decoding path). Each run's result is a JSON file in ``--out/runs`` (a run whose file exists is
+not run again, and an interrupted training resumes from its checkpoint in ``--work``); ``--out/levers.json`` and
+``--out/levers.md`` hold them all, each beside the baseline of the same seed. Needs the default pipeline's
+``data/features``, ``data/feature_sets/word`` and ``data/prepared`` (``dvc repro embed_set@word``). On 2 CPU
+cores a run takes about as long as ``minilm`` and ``minilm_words`` in ``dvc repro`` (~15 min) plus its scoring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from corpus.io import atomic_write_text  # noqa: E402
+from experiments.params import experiment_config, load_params, merged, tuning_config  # noqa: E402
+from training.config import parse_setting  # noqa: E402
+
+EXPERIMENT, TUNING = "minilm", "minilm_words"
+#: name -> (what it is, train settings over both phases)
+RUNS: dict[str, tuple[str, dict[str, Any]]] = {
+    "baseline": ("params.yaml as it stands (every lever off)", {}),
+    "augment": ("ASR-style noise: rate 0.15, substitute / delete / insert 0.4 / 0.4 / 0.2", {"augment_rate": 0.15}),
+    "jitter": ("every window's start jittered by up to 25 tokens", {"window_jitter": 25}),
+    "combine": ("logits summed over the overlapping windows (stride 50: 2 per token)", {"decode_combine": "sum"}),
+    "combine_stride25": ("logits summed, windows every 25 tokens (4 per token)",
+                         {"decode_combine": "sum", "decode_stride": 25}),
+    "all": ("augment + jitter + combine", {"augment_rate": 0.15, "window_jitter": 25, "decode_combine": "sum"}),
+}
+DEFAULT_RUNS = ("baseline", "augment", "jitter", "combine", "all")
+CLASSES = ("COMMA", "PERIOD", "QUESTION")
+
+
+def run_configs(params: dict, run: str, train_sets: dict, model_sets: dict) -> dict[str, tuple[dict, dict]]:
+    """``{"minilm": (model, train), "minilm_words": (model, train)}`` of ``run``: params' settings, the run's
+    levers and ``train_sets`` over both phases' ``train``, ``model_sets`` over both models."""
+    levers = {**RUNS[run][1], **train_sets}
+    model, train = experiment_config(params, EXPERIMENT)
+    _, tuned_model, tuned_train = tuning_config(params, TUNING)
+    configs = {}
+    for phase, (phase_model, phase_train) in ((EXPERIMENT, (model, train)), (TUNING, (tuned_model, tuned_train))):
+        configs[phase] = (merged(phase_model, model_sets, f"--model-set ({phase})", "model"),
+                          merged(phase_train, levers, f"run {run} ({phase})", "train"))
+    return configs
+
+
+def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Both phases of ``run`` with ``seed`` (resumable), then the tuned model scored on ``args.splits``."""
+    from evaluation.benchmark import evaluate_model
+    from training import train_model
+
+    configs = run_configs(params, run, {**dict(args.train_set), "seed": seed}, dict(args.model_set))
+    window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
+    work = args.work / f"{run}_seed{seed}"
+    trained = {}
+    for phase, features, init_from in ((EXPERIMENT, args.features, None),
+                                       (TUNING, args.tuning_features, work / EXPERIMENT / "model")):
+        model, train = configs[phase]
+        result = train_model(features, work / phase / "model", work / phase / "state", model_config=model,
+                             train_config=train, window=window, stride=stride, init_from=init_from)
+        if not result.metrics["completed"]:
+            raise RuntimeError(f"{run} seed {seed}: {phase} did not complete")
+        trained[phase] = {"train": train, "metrics": result.metrics, "timings": result.timings}
+    model_dir = work / TUNING / "model"
+    scores = evaluate_model(model_dir, args.prepared, work / "predictions", splits=list(args.splits),
+                            batch_size=int(params["evaluate"]["batch_size"]), device=args.device)
+    return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
+            "phases": trained, "scores": {split: scores[split] for split in args.splits}}
+
+
+def table(results: list[dict], splits: list[str]) -> str:
+    """The markdown table: one row per run and seed, F1 in %, and the change against that seed's baseline."""
+    baseline = {r["seed"]: r for r in results if r["run"] == "baseline"}
+    header = ["run", "seed", "levers"]
+    for split in splits:
+        header += [f"{split} F1", f"{split} SER", *(f"{split} {c}" for c in CLASSES), f"{split} Δ F1"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for result in results:
+        levers = ", ".join(f"{k}={v}" for k, v in result["levers"].items()) or "–"
+        row = [result["run"], str(result["seed"]), levers]
+        for split in splits:
+            scores = result["scores"][split]
+            f1 = 100 * scores["OVERALL"]["f1"]
+            base = baseline.get(result["seed"])
+            delta = f"{f1 - 100 * base['scores'][split]['OVERALL']['f1']:+.1f}" if base else "–"
+            row += [f"{f1:.1f}", f"{100 * scores['SER']:.1f}", *(f"{100 * scores[c]['f1']:.1f}" for c in CLASSES),
+                    delta]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def report(results: list[dict], splits: list[str], args: argparse.Namespace) -> str:
+    steps = {phase: sorted({r["phases"][phase]["metrics"]["steps"] for r in results}) for phase in (EXPERIMENT, TUNING)}
+    return (f"# Issue 41's levers on {', '.join(splits)}\n\n"
+            f"Written by `python scripts/asr_levers.py` from `{args.out / 'runs'}`: `{EXPERIMENT}` "
+            f"({'/'.join(map(str, steps[EXPERIMENT]))} steps) then `{TUNING}` "
+            f"({'/'.join(map(str, steps[TUNING]))} steps), each run's levers over both phases, scored through "
+            f"`punctuate`'s decoding (`evaluation.benchmark.evaluate_model`). F1 and SER in %; Δ F1 against the "
+            f"baseline of the same seed.\n\n" + table(results, splits)
+            + "\n" + "\n".join(f"- `{name}`: {what}" for name, (what, _) in RUNS.items()
+                               if any(r["run"] == name for r in results)) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python scripts/asr_levers.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", nargs="+", default=list(DEFAULT_RUNS), choices=list(RUNS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1])
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--profile", help="profile of the params file (default: the file's own)")
+    parser.add_argument("--features", type=Path, default=Path("data/features"), help=f"{EXPERIMENT}'s features")
+    parser.add_argument("--tuning-features", type=Path, default=Path("data/feature_sets/word"),
+                        help=f"{TUNING}'s features")
+    parser.add_argument("--prepared", type=Path, default=Path("data/prepared"), help="the scored splits' words")
+    parser.add_argument("--splits", nargs="+", default=["dev"], help="splits scored (dev; ref asr: only at the end)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--work", type=Path, default=Path("runs/asr_levers"), help="the trained models")
+    parser.add_argument("--out", type=Path, default=Path("reports/asr_levers"), help="the results (JSON, markdown)")
+    parser.add_argument("--train-set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",
+                        help="a train setting over both phases of every run (e.g. max_steps=100: the same budget)")
+    parser.add_argument("--model-set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",
+                        help="a model setting over both phases (e.g. pretrained=/path/to/checkpoint)")
+    args = parser.parse_args(argv)
+    params = load_params(args.params, profile=args.profile)
+    results = []
+    for seed in args.seeds:
+        for run in args.runs:
+            path = args.out / "runs" / f"{run}_seed{seed}.json"
+            if not path.is_file():
+                print(f"== {run}, seed {seed}: {RUNS[run][0]}", flush=True)
+                result = train_and_score(params, run, seed, args)
+                atomic_write_text(path, json.dumps(result, indent=1, default=str) + "\n")
+            result = json.loads(path.read_text(encoding="utf-8"))
+            missing = [split for split in args.splits if split not in result["scores"]]
+            if missing:
+                raise SystemExit(f"error: {path} has no scores for {', '.join(missing)}: remove it to run again")
+            results.append(result)
+    atomic_write_text(args.out / "levers.json", json.dumps(results, indent=1, default=str) + "\n")
+    text = report(results, list(args.splits), args)
+    atomic_write_text(args.out / "levers.md", text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
