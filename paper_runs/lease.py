@@ -1,7 +1,7 @@
 """One lease on the GPU machine, the parts ``launch`` and ``collect`` share with nothing else: the machine made
 ready for the runs (:func:`prepare_machine`: their modules, the GPU, the kit unpacked, every input in place) and
 what comes back (:func:`collect_lease`: the runs waited for, then one tarball of their records, curves, log tails,
-status and the lease's measured rates). Which runs start, and when, is :mod:`reporting.gpu_plan`'s."""
+status and the lease's measured rates). Which runs start, and when, is :mod:`paper_runs.plan`'s."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from typing import Any
 from corpus.io import atomic_write_bytes
 from embeddings.sources import file_sha256
 from embeddings.store import MANIFEST
-from reporting import gpu_rates, gpu_runs
-from reporting.gpu_kit import KIT_FILE, KitError, read_index, unpack_kit
-from reporting.paper import PAPER_RUNS, record_path, software_versions
+from paper_runs import processes as gpu_runs, rates as gpu_rates
+from paper_runs.kit import KIT_FILE, KitError, read_index, unpack_kit
+from paper_runs.records import PAPER_RUNS, record_path, software_versions
 
 
 class LeaseError(RuntimeError):
@@ -67,12 +67,12 @@ def prepare_machine(kit_dir: str | Path, state_dir: Path, *, device: str | None)
 
 def collect_lease(kit: dict[str, Any], state_dir: Path, repo_records: Path, tarball: Path, wait_s: float) -> int:
     """Wait at most ``wait_s`` while runs go on, then write ``tarball``: every record and curve of this machine, the
-    log tails, the status table and the lease's rates (:func:`reporting.gpu_rates.lease_record`). Returns 0 when
+    log tails, the status table and the lease's rates (:func:`paper_runs.rates.lease_record`). Returns 0 when
     every run started here is recorded, 3 while some still run, 1 when some failed (a :class:`LeaseError` without a
-    launch here, a :class:`reporting.gpu_runs.RunsError` for a tarball over its limit)."""
+    launch here, a :class:`paper_runs.processes.RunsError` for a tarball over its limit)."""
     state = gpu_runs.load_state(state_dir / "state.json")
     if not state:
-        raise LeaseError(f"no launch here ({state_dir / 'state.json'} missing): run `python -m pipeline.paper launch` "
+        raise LeaseError(f"no launch here ({state_dir / 'state.json'} missing): run `python -m paper_runs launch` "
                          "first")
     end = time.monotonic() + wait_s
     while True:

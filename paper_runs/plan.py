@@ -1,70 +1,234 @@
-"""The time plan of the paper runs in one GPU lease: each run's schedule against a step rate and the training budget.
+"""The time plan of the paper runs in one GPU lease: which runs end their schedules in it, and why.
 
-Each run's steps are counted as its trainer counts them (``training.batches.schedule_steps`` of its params, never
-a fixed count), so a new recipe changes the plan by itself. The rates are measured in the lease (``launch
---measure-steps``: the runs' own first steps) or, before one, assumed (``gpu_kit.assumed_steps_per_s`` of params,
-by experiment; docs/method.md, "GPU kit", gives what they rest on).
+Every figure comes from params (``gpu_kit``; docs/method.md, "GPU kit", gives what they rest on) or from the
+rates earlier leases measured (``metrics/gpu/leases``, :mod:`paper_runs.rates`):
+
+* **the training deadline** (:func:`lease_budget`) is derived from the lease, never set beside it: the lease less
+  the machine's start, the unpacking, the scoring, the collect and a margin, and no later than the one command
+  (``command_s``) less its unpacking, scoring and collect;
+* **each run's steps** are counted as its trainer counts them (``training.batches.schedule_steps`` of its own
+  settings, :func:`paper_runs.records.run_config`), so a new recipe changes the plan by itself;
+* **its rate**: the best measured one for its run (else its experiment at the same batch) and step mode, else the
+  assumed one -- eager: ``gpu_kit.assumed_steps_per_s``; graph: :func:`graph_step_s`, the step's GPU time
+  derived from its kernels, its arithmetic and its recurrent time steps;
+* **how runs share the GPU**: one process per run; their kernels never overlap, so the GPU is time-sliced and
+  their GPU-busy seconds add up. A run ends at :func:`project`: its own pace, or its share of the GPU under fair
+  time-slicing (``sum_j min(B_j, B_i)`` times ``time_slice_overhead``), whichever is later, plus its start and its
+  dev evaluations;
+* **which runs a lease starts** (:func:`select`): in priority order (:data:`paper_runs.records.PAPER_RUNS`, the
+  Transformers first), each run that ends within the deadline with every run already chosen still ending in it.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Sequence
 
-from experiments.params import experiment_config
-from reporting.paper import PAPER_RUNS
+from paper_runs.kit import KIT_FILE, read_index
+from paper_runs.records import PAPER_RUNS, run_config
 from training.batches import schedule_steps
 
+MODES = ("graph", "eager")
 
-def run_schedule(params: dict[str, Any], name: str, num_tokens: int) -> tuple[int, dict[str, Any]]:
+
+def lease_budget(kit: dict[str, Any], lease_s: float | None = None) -> dict[str, Any]:
+    """``{"lease_s", "command_s", "train_s", "by_lease", "by_command", "allowance"}``: the seconds of training a
+    lease holds (``train_s``, counted from the launch's unpacking on), derived from ``gpu_kit`` of params."""
+    allowance = {key: float(value) for key, value in kit["allowance_s"].items()}
+    lease_s, command_s = float(lease_s or kit["lease_s"]), float(kit["command_s"])
+    by_lease = lease_s - sum(allowance.values())
+    by_command = command_s - allowance["unpack"] - allowance["scoring"] - allowance["collect"]
+    return {"lease_s": lease_s, "command_s": command_s, "train_s": max(0.0, min(by_lease, by_command)),
+            "by_lease": by_lease, "by_command": by_command, "allowance": allowance}
+
+
+def step_mode(train: dict[str, Any]) -> str:
+    """The step mode a run's settings ask for: ``graph`` (``compile: graph``; eager without CUDA) or ``eager``."""
+    return "graph" if train.get("compile") == "graph" else "eager"
+
+
+def graph_step_s(kit: dict[str, Any], experiment: str, train: dict[str, Any]) -> float | None:
+    """GPU seconds of one training step of ``experiment`` with ``train``'s batch, derived (docs/method.md):
+    ``kernels x kernel_us + MFLOP/token x tokens / tflops + recurrent layers x window x 2 x recurrent_step_us``.
+    Replayed as one CUDA graph, this is the step's time; run eagerly, it is what the step keeps the GPU busy."""
+    graph = kit["graph"]
+    facts = graph["experiments"].get(experiment)
+    if facts is None:
+        return None
+    seq_len, tokens = int(train["seq_len"]), int(train["batch_size"]) * int(train["seq_len"])
+    return (float(facts["kernels"]) * float(graph["kernel_us"]) * 1e-6
+            + float(facts["mflop_per_token"]) * 1e6 * tokens / (float(graph["tflops"]) * 1e12)
+            + float(facts.get("recurrent_layers", 0)) * seq_len * 2 * float(graph["recurrent_step_us"]) * 1e-6)
+
+
+def run_schedule(params: dict[str, Any], name: str, num_tokens: int,
+                 settings: Sequence[str] = ()) -> tuple[int, dict[str, Any]]:
     """(steps, train settings) of paper run ``name`` on ``num_tokens`` training tokens, as its trainer counts them."""
-    _, train = experiment_config(params, PAPER_RUNS[name].experiment)
+    _, train = run_config(params, name, settings)
     steps = schedule_steps(num_tokens, train)
     if train.get("max_steps") is not None:
         steps = min(steps, int(train["max_steps"]))
     return steps, train
 
 
-def measured_rates(measurement: dict[str, Any]) -> dict[str, float]:
-    """The steps/s of each run a launch's measurement (``measure.json``) has a rate for."""
-    return {name: float(result["steps_per_second"]) for name, result in measurement.items()
-            if isinstance(result, dict) and result.get("steps_per_second")}
-
-
-def plan_rows(params: dict[str, Any], names: Sequence[str], num_tokens: int, budget_s: float,
-              measured: dict[str, float] | None = None) -> list[dict[str, Any]]:
-    """Each run's schedule, step rate (measured where given, else ``gpu_kit.assumed_steps_per_s`` of params: by
-    experiment, else ``default``), the minutes it needs and whether it ends within ``budget_s`` of training."""
-    assumed = params["gpu_kit"]["assumed_steps_per_s"]
+def plan_rows(params: dict[str, Any], names: Sequence[str], num_tokens: int, *, known: dict[str, Any] | None = None,
+              mode: str | None = None, settings: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Each run's schedule, step mode, rates (eager and graph: measured where ``known``, :func:`paper_runs.rates.
+    known_rates`, has them, else assumed) and what it costs: its own seconds, its GPU-busy seconds, its start and
+    dev evaluations. ``mode`` plans every run in that mode instead of the one its settings ask for."""
+    kit, known = params["gpu_kit"], known or {"rates": {}, "eval_s": {}, "fallbacks": {}, "scale": None}
+    assumed, scale = kit["assumed_steps_per_s"], (known.get("scale") or {}).get("gpu_busy_scale") or 1.0
     rows = []
     for name in names:
         experiment = PAPER_RUNS[name].experiment
-        steps, train = run_schedule(params, name, num_tokens)
-        rate, source = (measured[name], "measured") if measured and measured.get(name) else \
-            (float(assumed.get(experiment, assumed["default"])), "assumed")
-        seconds = steps / rate if rate > 0 else float("inf")
-        rows.append({"name": name, "experiment": experiment, "batch_size": int(train["batch_size"]),
-                     "epochs": int(train["epochs"]), "steps": steps, "steps_per_s": rate, "rate_source": source,
-                     "minutes": seconds / 60, "fits": seconds <= budget_s,
-                     "reached": min(1.0, budget_s / seconds) if seconds else 1.0})
+        steps, train = run_schedule(params, name, num_tokens, settings)
+        tokens = int(train["batch_size"]) * int(train["seq_len"])
+        gpu_s = graph_step_s(kit, experiment, train)
+        gpu_s = None if gpu_s is None else gpu_s * scale
+        rates = {"eager": (float(assumed.get(experiment, assumed["default"])), "assumed"),
+                 "graph": (1 / gpu_s, "derived") if gpu_s else (None, "not derived")}
+        for which in MODES:
+            found = known["rates"].get((name, which)) or known["rates"].get((experiment, tokens, which))
+            if found:
+                rates[which] = (float(found["steps_per_s"]), f"measured, {found['where']}")
+        wanted = mode or step_mode(train)
+        planned, note = wanted, None
+        refusal = (kit["graph"]["experiments"].get(experiment) or {}).get("eager_only")
+        if refusal:
+            rates["graph"] = (None, "eager only")
+            planned, note = "eager", (f"eager only: {refusal}" if wanted == "graph" else None)
+        if wanted == "graph" and name in known.get("fallbacks", {}) and (name, "graph") not in known["rates"]:
+            planned, note = "eager", f"fell back to eager: {known['fallbacks'][name]}"
+        if rates[planned][0] is None and not refusal:
+            planned, note = "eager", f"no graph rate for {experiment} (gpu_kit.graph.experiments)"
+        rate = rates[planned][0]
+        own_s = steps / rate if rate > 0 else float("inf")
+        per_epoch = max(1, schedule_steps(num_tokens, train) // int(train["epochs"]))
+        evaluations = steps // int(train["eval_every_steps"]) + min(int(train["epochs"]), -(-steps // per_epoch))
+        eval_s = (known.get("eval_s") or {}).get(name) or (known.get("eval_s") or {}).get((experiment, tokens)) \
+            or float(kit["dev_eval_s"].get(experiment, kit["dev_eval_s"]["default"]))
+        rows.append({"name": name, "experiment": experiment, "batch": f"{train['batch_size']} x {train['seq_len']}",
+                     "steps": steps, "requested": wanted, "mode": planned, "note": note, "rates": rates,
+                     "steps_per_s": rate, "own_s": own_s, "busy_s": steps * gpu_s if gpu_s else own_s,
+                     "gpu_step_s": None if gpu_s is None else gpu_s / scale, "tokens": tokens,
+                     "eval_s": evaluations * eval_s, "extra_s": float(kit["run_start_s"]) + evaluations * eval_s})
     return rows
 
 
-def plan_markdown(rows: list[dict[str, Any]], *, budget_s: float, num_tokens: int, lease_s: float) -> str:
-    """The plan as a table and a verdict: which runs end within the lease's training budget."""
-    lines = [f"Training budget {budget_s / 60:.0f} min of a {lease_s / 60:.0f}-min lease (all runs at once, "
-             f"{num_tokens:,} training tokens).", "",
-             "| run | experiment | batch | epochs | steps | steps/s | min needed | ends in the budget |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
+def project(rows: Sequence[dict[str, Any]], overhead: float) -> dict[str, float]:
+    """When each of ``rows``, started together, ends (seconds from its start): its own pace or its share of the
+    time-sliced GPU (fair sharing: each run ``j`` takes at most ``min(B_j, B_i)`` of the GPU before ``i`` is done),
+    whichever is later, plus its start and dev evaluations."""
+    return {row["name"]: row["extra_s"] + max(row["own_s"], overhead * sum(min(other["busy_s"], row["busy_s"])
+                                                                           for other in rows))
+            for row in rows}
+
+
+def select(rows: Sequence[dict[str, Any]], budget_s: float, overhead: float,
+           running: Sequence[dict[str, Any]] = ()) -> list[str]:
+    """The runs of ``rows`` to start, in their order: each that ends within ``budget_s`` while every run chosen before
+    it and every one ``running`` (what is left of them: :func:`remaining`) still ends within it."""
+    chosen: list[dict[str, Any]] = []
     for row in rows:
-        verdict = "yes" if row["fits"] else f"no: stops at {100 * row['reached']:.0f} % (a partial record)"
-        lines.append(f"| {row['name']} | {row['experiment']} | {row['batch_size']} | {row['epochs']} | {row['steps']:,} "
-                     f"| {row['steps_per_s']:.2f} ({row['rate_source']}) | {row['minutes']:.1f} | {verdict} |")
-    short = [row["name"] for row in rows if not row["fits"]]
-    lines += ["", f"All {len(rows)} runs end within one lease." if not short else
-              f"{len(rows) - len(short)} of {len(rows)} runs end within one lease; {', '.join(short)} would need "
-              f"{max(row['minutes'] for row in rows):.0f} min at these rates and stop at the deadline with a partial "
-              "record (`full_schedule: false`).",
-              "", "Training steps only: dev evaluations (every `eval_every_steps` and epoch, `dev_eval_tokens` in "
-              "batches of 1,024 windows on a GPU) come on top; when each decoded all 296k dev tokens, four paper "
-              "Transformers sharing an H100 spent as long on them as on the steps (docs/results_history.md)."]
+        if all(end <= budget_s for end in project([*running, *chosen, row], overhead).values()):
+            chosen.append(row)
+    return [row["name"] for row in chosen]
+
+
+def remaining(row: dict[str, Any], step: int) -> dict[str, Any]:
+    """``row`` of a run that has made ``step`` steps: what is left of its own and GPU-busy seconds and evaluations."""
+    left = max(0.0, 1 - step / row["steps"]) if row["steps"] else 0.0
+    return {**row, "own_s": row["own_s"] * left, "busy_s": row["busy_s"] * left, "extra_s": row["eval_s"] * left}
+
+
+def calibration(rows: Sequence[dict[str, Any]], measured: dict[str, float], utilization: float | None) -> float | None:
+    """How much GPU time a step really takes, relative to :func:`graph_step_s`: the GPU's measured busy share
+    (``utilization``, 0-1, while the runs of ``measured`` made their first steps) over the share the derivation
+    predicts at their measured rates (``sum_i rate_i x step_i``). None without a utilization or a rate."""
+    predicted = sum(measured[row["name"]] * row["gpu_step_s"] for row in rows
+                    if row["gpu_step_s"] and measured.get(row["name"]))
+    if utilization is None or predicted <= 0:
+        return None
+    return round(min(5.0, max(0.2, utilization / predicted)), 3)
+
+
+def train_tokens(kit_dir: str | Path, features: str | Path, params: dict[str, Any]) -> tuple[int, str]:
+    """The training split's tokens (what each run's schedule counts): from the kit, the cache here, or params."""
+    kit = Path(kit_dir) / KIT_FILE
+    if kit.is_file():
+        tokens = read_index(kit)["caches"].get("data/features", {}).get("train_tokens")
+        if tokens:
+            return int(tokens), str(kit)
+    manifest = Path(features) / "manifest.json"
+    if manifest.is_file():
+        return int(json.loads(manifest.read_text(encoding="utf-8"))["splits"]["train"]["tokens"]), str(manifest)
+    return int(params["data"]["train_tokens"]), "params data.train_tokens (no cache here)"
+
+
+def _seconds(value: float) -> str:
+    return "–" if value == float("inf") else f"{value:,.0f}"
+
+
+def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_s: float, selected: Sequence[str],
+                  overhead: float, num_tokens: int, recorded: Sequence[str] = (), known: dict[str, Any] | None = None,
+                  lease: str = "this lease") -> str:
+    """The plan: each run's rates (graph and eager, measured or assumed), GPU-busy seconds, when it would end beside
+    the runs ``selected``, their sum beside the lease, and which runs ``lease`` starts."""
+    allowance = budget["allowance"]
+    lines = [f"Lease {budget['lease_s'] / 60:.0f} min of device time: machine start {allowance['machine_start']:.0f} s, "
+             f"unpacking {allowance['unpack']:.0f} s, **training {budget_s:.0f} s**, scoring {allowance['scoring']:.0f}"
+             f" s, collect {allowance['collect']:.0f} s, margin {allowance['margin']:.0f} s; the training is "
+             f"min(lease less allowances {budget['by_lease']:.0f} s, one command of {budget['command_s']:.0f} s less "
+             f"unpacking, scoring and collect {budget['by_command']:.0f} s). {num_tokens:,} training tokens.", "",
+             "| run | batch | steps | mode | eager steps/s | graph steps/s | graph / eager | GPU-busy s | dev evals s | "
+             f"ends at s (of {budget_s:.0f}) | {lease} |", "|---|---|---:|---|---|---|---:|---:|---:|---:|---|"]
+    ends = project([row for row in rows if row["name"] in selected], overhead)
+    for row in rows:
+        (eager, eager_from), (graph, graph_from) = row["rates"]["eager"], row["rates"]["graph"]
+        ratio = f"{graph / eager:.1f}x" if graph and eager else "–"
+        verdict = "starts" if row["name"] in selected else "next lease"
+        mode = row["mode"] + (f" ({row['note']})" if row["note"] else "")
+        lines.append(f"| {row['name']} | {row['batch']} | {row['steps']:,} | {mode} | {eager:.1f} ({eager_from}) | "
+                     + (f"{graph:.0f} ({graph_from})" if graph else "–") + f" | {ratio} | {_seconds(row['busy_s'])} | "
+                     f"{_seconds(row['eval_s'])} | "
+                     f"{_seconds(ends[row['name']]) if row['name'] in ends else '–'} | {verdict} |")
+    busy_all = sum(row["busy_s"] for row in rows)
+    busy_chosen = sum(row["busy_s"] for row in rows if row["name"] in selected)
+    lines += ["", f"GPU-busy: {_seconds(busy_all)} s for all {len(rows)} runs planned, {_seconds(busy_chosen)} s for the "
+              f"{len(selected)} {lease} starts, beside {budget_s:.0f} s of training in a {budget['lease_s']:.0f}-s lease "
+              f"(time-slicing overhead x{overhead:g} on top)."]
+    if recorded:
+        lines.append(f"Complete records, not planned again: {', '.join(recorded)}.")
+    lines += [f"{lease.capitalize()} starts {len(selected)} of {len(rows)}: {', '.join(selected) or 'none'}. A run "
+              "is started only when it ends its schedule within the training deadline at these rates (no partial "
+              "records); the others wait for the next lease, when the rates it measured plan them.", "",
+              "How the runs share the GPU: one process per run (a failure stays its own; each run's graph capture, "
+              "data and memory are its own). Their kernels do not overlap, so the GPU is time-sliced and their "
+              "GPU-busy seconds add up. `launch --measure-steps` samples the GPU's utilization while every started run "
+              "makes its first steps, scales the derived GPU time per step by what it measured (`gpu_busy_scale`) and "
+              "starts a second wave of runs that then fit: near 100 % busy with the rates below the derivation means "
+              "time-slicing is the limit (a shared process, a CUDA stream per run, would be next); well below 100 % "
+              "means the runs are not GPU-bound."]
+    scale = (known or {}).get("scale")
+    if scale:
+        lines.append(f"GPU time per step scaled by {scale['gpu_busy_scale']:.2f}, as measured in lease {scale['lease']}.")
+    if any(row["requested"] == "eager" for row in rows):
+        lines.append("Runs planned as eager ask for `compile` other than `graph` in their settings (`--mode graph` "
+                     "plans them as graph mode).")
+    lines += ["", "Rates: *assumed* eager rates are `gpu_kit.assumed_steps_per_s`; *derived* graph rates are one step's "
+              "GPU time, `gpu_kit.graph` (kernels x kernel_us + arithmetic + recurrent time steps; docs/method.md, "
+              "\"GPU kit\"); *measured* ones are the best of `metrics/gpu/leases` for the run (else its experiment at "
+              "the same batch) and mode. Ends include each run's start (`run_start_s`) and its dev evaluations "
+              "(`dev_eval_s` each, or the fewest seconds a lease measured)."]
     return "\n".join(lines) + "\n"
+
+
+def lease_plan(params: dict[str, Any], names: Sequence[str], num_tokens: int, budget_s: float,
+               known: dict[str, Any], *, mode: str | None = None, settings: Sequence[str] = (),
+               running: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """``{"rows", "selected", "overhead"}``: :func:`plan_rows` of ``names`` and which of them start (:func:`select`)
+    within ``budget_s`` beside the rows ``running``."""
+    rows = plan_rows(params, names, num_tokens, known=known, mode=mode, settings=settings)
+    overhead = float(params["gpu_kit"]["graph"]["time_slice_overhead"])
+    return {"rows": rows, "selected": select(rows, budget_s, overhead, running), "overhead": overhead}

@@ -1,9 +1,9 @@
-"""The paper runs side by side on one borrowed GPU machine: their plan, their processes, their status, the tarball.
+"""The paper runs side by side on one borrowed GPU machine: their inputs, processes, status and tarball.
 
 The machine is lent briefly (docs/method.md, "GPU kit"): every run must train there at once, outlive the command
 that started it, and be looked at by later commands, which bring back one small file. Here:
 
-* :func:`kit_inputs` -- what the twelve runs read and where it is here (a feature set that ``dvc repro`` left
+* :func:`kit_inputs` -- what the paper runs read and where it is here (a feature set that ``dvc repro`` left
   unbuilt is built by :func:`build_feature_set` from its sources; a missing source is named with its command);
 * :func:`spawn` -- a run as its own process session (``setsid``: it outlives the command), output to its log;
   :func:`pid_alive` -- whether it still runs (a zombie or another program under a reused id does not);
@@ -11,7 +11,7 @@ that started it, and be looked at by later commands, which bring back one small 
   reached from its log (tqdm's ``N/M [..., R step/s]``); :func:`measure_running` -- the started runs' steps/s
   over their own first steps (the measurement costs no training time);
 * :func:`write_tarball` -- the records, learning curves, log tails and the status table in one ``.tar.gz`` within
-  its size limit; :func:`import_tarball` puts its records into ``metrics/paper`` here, never losing a finished one.
+  its size limit; :func:`import_tarball` puts its records into ``metrics/paper`` here, never over a complete one.
 
 Everything the runs write on the machine stays under ignored folders (``gpu_runs/``, ``data/``): a later command's
 copy of the working tree leaves those alone.
@@ -34,7 +34,7 @@ from typing import Any, Sequence
 from corpus.io import atomic_write_bytes
 from embeddings.cache import SPLITS, build_feature_cache
 from experiments.params import experiment_config
-from reporting.paper import PAPER_RUNS, record_path, record_problems
+from paper_runs.records import PAPER_RUNS, complete, record_path, record_problems
 
 #: where a record and its learning curve go in the tarball (and, imported, in the repository)
 RECORDS_ARCNAME = "metrics/paper"
@@ -55,7 +55,7 @@ class RunsError(ValueError):
 BUILT_BY = {"speech2vec": "dvc repro speech2vec  (the audio stages: synthesize, align, features, speech2vec; "
                           "~10 min on 2 CPU cores)",
             "speech2vec-occurrence": "dvc repro speech2vec", "acoustic": "dvc repro features",
-            "pauses": "dvc repro fit_pauses", "paper-speech2vec": "python -m pipeline.paper speech2vec  (the audio "
+            "pauses": "dvc repro fit_pauses", "paper-speech2vec": "python -m paper_runs speech2vec  (the audio "
             "stages and Speech2Vec on sentences covering the training vocabulary; resumable, --workers N)"}
 #: the targets of the paper runs' inputs on the GPU machine (relative to the repository root)
 FEATURES_TARGET, FEATURE_SETS_TARGET = "data/features", "data/feature_sets"
@@ -63,7 +63,7 @@ FEATURES_TARGET, FEATURE_SETS_TARGET = "data/features", "data/feature_sets"
 
 @dataclass
 class KitInputs:
-    """What the twelve runs read: caches built here, feature sets to build first (target -> folder), the prepared
+    """What the paper runs read: caches built here, feature sets to build first (target -> folder), the prepared
     splits they are scored on, the encoder, and what is missing (each with the command that makes it)."""
     caches: dict[str, Path] = field(default_factory=dict)
     build: dict[str, Path] = field(default_factory=dict)
@@ -207,18 +207,17 @@ def pid_alive(pid: int, marker: Sequence[str]) -> bool:
     return state not in ("Z", "X") and all(part in arguments for part in marker)
 
 
-def runs_to_start(names: Sequence[str], state: dict[str, Any], records_dirs: Sequence[Path], *,
-                  rerun_partial: bool = False) -> tuple[list[str], dict[str, str]]:
-    """(runs to start, {run skipped: why}): a run with a record in the first of ``records_dirs`` (this machine's)
-    or a full-schedule one in the others (the repository's; a partial one too unless ``rerun_partial``) is done; a
-    run whose process still runs is left alone; every other is started (again)."""
+def runs_to_start(names: Sequence[str], state: dict[str, Any],
+                  records_dirs: Sequence[Path]) -> tuple[list[str], dict[str, str]]:
+    """(runs that may start, {run skipped: why}): a run with a record in the first of ``records_dirs`` (this
+    machine's: it ran in this lease) or a complete one (``full_schedule``) in the others (the repository's) is done;
+    a run whose process still runs is left alone; every other may start (again: a partial record never blocks)."""
     start, skipped = [], {}
     for name in names:
         entry = (state.get("runs") or {}).get(name)
         records = [json.loads(record_path(d, name).read_text(encoding="utf-8")) if record_path(d, name).is_file()
                    else None for d in records_dirs]
-        if records[0] is not None or any(r and (r["run"].get("full_schedule") or not rerun_partial)
-                                         for r in records[1:]):
+        if records[0] is not None or any(complete(r) for r in records[1:]):
             skipped[name] = "recorded"
         elif entry and pid_alive(int(entry["pid"]), entry["marker"]):
             skipped[name] = f"still running (pid {entry['pid']})"
@@ -258,16 +257,20 @@ def log_progress(log: Path) -> dict[str, Any]:
 
 
 def measure_running(names: Sequence[str], state: dict[str, Any], logs_dir: Path, steps: int, timeout_s: float, *,
-                    poll_s: float = 2.0) -> dict[str, dict[str, Any] | None]:
+                    poll_s: float = 2.0, utilization: list[float] | None = None) -> dict[str, dict[str, Any] | None]:
     """Each started run's steps/s over its own first ``steps`` steps, read off its log while it trains (from the
     first progress at or past step ``steps // 10``, so start-up is not counted, to the first at or past ``steps``),
     and its GPU memory then; a run still short of ``steps`` after ``timeout_s`` gets its rate so far
-    (``"partial": true``), one that ended first the rate its log shows, one that never made a step None."""
+    (``"partial": true``), one that ended first the rate its log shows, one that never made a step None. With
+    ``utilization``, the GPU's busy share (0-1) is appended to it at each look while runs are measured."""
     first: dict[str, tuple[float, int]] = {}
     result: dict[str, dict[str, Any] | None] = {}
     end = time.monotonic() + timeout_s
     while True:
         now, memory = time.monotonic(), None
+        if utilization is not None and first and len(result) < len(names):
+            busy = gpu_utilization()
+            utilization.extend([] if busy is None else [busy])
         for name in (n for n in names if n not in result):
             entry, progress = state["runs"][name], log_progress(logs_dir / f"{name}.log")
             step, alive = progress.get("step", 0), pid_alive(int(entry["pid"]), entry["marker"])
@@ -327,6 +330,16 @@ def gpu_facts() -> dict[str, Any]:
     memory = {int(pid): float(mib) for pid, mib in query("--query-compute-apps=pid,used_memory")
               if pid.isdigit() and mib.replace(".", "", 1).isdigit()}
     return {"gpu": names[0][0] if names else None, "memory_mib": memory}
+
+
+def gpu_utilization() -> float | None:
+    """The share of the last moment (1/6 to 1 s) in which the GPU ran a kernel (``nvidia-smi``); None without one."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return float(out[0]) / 100 if out and out[0].replace(".", "", 1).isdigit() else None
 
 
 def status_markdown(statuses: list[dict[str, Any]], *, gpu: dict[str, Any], deadline: float | None) -> str:
@@ -423,22 +436,22 @@ def _read_tarball(path: str | Path) -> tuple[dict[str, tuple[bytes, bytes | None
 def import_tarball(path: str | Path, records_dir: str | Path, status_dir: str | Path, *,
                    replace: bool = False) -> dict[str, list[str]]:
     """Put the records of a tarball (and their curves) into ``records_dir``, its status and logs into
-    ``status_dir``. A record already there is replaced by a full-schedule one when it is partial, kept when it is
-    full and the new one is not, and otherwise kept unless ``replace`` (finished work is never lost unasked)."""
+    ``status_dir`` (``done["status"]``: their names). A complete record (``full_schedule``) there is never
+    overwritten, not even with ``replace`` (remove it by hand to redo it); a partial one is replaced by a complete
+    one, and by another partial one only with ``replace``."""
     records, status = _read_tarball(path)
-    done: dict[str, list[str]] = {"imported": [], "unchanged": [], "kept": []}
+    done: dict[str, list[str]] = {"imported": [], "unchanged": [], "kept": [], "status": sorted(status)}
     for name, (data, curve) in sorted(records.items()):
         target = record_path(records_dir, name)
         if target.is_file() and target.read_bytes() == data:
             done["unchanged"].append(name)
             continue
         if target.is_file():
-            old, new = (bool(json.loads(d)["run"].get("full_schedule")) for d in (target.read_bytes(), data))
-            if old and not new:
-                done["kept"].append(f"{name} (the full-schedule record there; the new one is partial)")
+            if complete(json.loads(target.read_bytes())):
+                done["kept"].append(f"{name} (the complete record there is never overwritten)")
                 continue
-            if old == new and not replace:
-                done["kept"].append(f"{name} (a different record is there; --replace takes the new one)")
+            if not complete(json.loads(data)) and not replace:
+                done["kept"].append(f"{name} (a different partial record is there; --replace takes the new one)")
                 continue
         atomic_write_bytes(target, data)
         curve_path = Path(records_dir) / f"{name}.history.csv"

@@ -120,7 +120,7 @@ def known_rates(leases: list[dict[str, Any]]) -> dict[str, Any]:
 
 def measure_markdown(results: dict[str, dict | None], logs_dir: Path, gpu: str | None,
                      utilization: float | None = None) -> str:
-    """The measurement of each run (:func:`reporting.gpu_runs.measure_running`) as a table; a failed one names its
+    """The measurement of each run (:func:`paper_runs.processes.measure_running`) as a table; a failed one names its
     log."""
     busy = "" if utilization is None else f" The GPU was busy {100 * utilization:.0f} % of the time (nvidia-smi)."
     lines = [f"Measured on {gpu or 'no GPU (nvidia-smi)'}: each run's own first steps, all running at once.{busy}", "",

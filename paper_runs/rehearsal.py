@@ -1,16 +1,18 @@
 """Rehearse a GPU lease on the CPU: fails where the GPU kit would fail on the GPU machine (docs/method.md, "GPU kit").
 
-    python scripts/gpu_kit_rehearsal.py                        # the kit in gpu_kit/, the project's Python
-    python scripts/gpu_kit_rehearsal.py --make-venv /tmp/gpuvenv   # first a venv with the GPU machine's versions
-    python scripts/gpu_kit_rehearsal.py --python /tmp/gpuvenv/bin/python --set max_steps=2
+    python -m paper_runs.rehearsal                        # the kit in gpu_kit/, the project's Python
+    python -m paper_runs.rehearsal --make-venv /tmp/gpuvenv   # first a venv with the GPU machine's versions
+    python -m paper_runs.rehearsal --python /tmp/gpuvenv/bin/python --set max_steps=2
 
 What travels and nothing else -- the tracked and untracked-not-ignored files (``git ls-files``) and the kit folder
 -- is copied into an empty folder with no ``../shared`` beside it; there, without network (``unshare -n`` where
-allowed), ``python -m pipeline.paper launch --measure-steps N --device cpu`` starts all twelve runs on tiny schedules
-(``--set`` train settings, default ``max_steps=3 dev_eval_tokens=2000``), ``collect`` is called until every run is
-recorded, and the rehearsal checks what comes back: one tarball within its limit holding twelve well-formed
-records, a second ``launch`` that starts nothing, and ``import`` here. Exit status 0 when all holds, else 1 with
-the problems and the end of the output.
+allowed), the lease's one command ``python -m paper_runs launch --measure-steps N --device cpu --out OUT`` starts
+every paper run on tiny schedules (``--set`` train settings, default ``max_steps=3 dev_eval_tokens=2000`` and
+``compile=graph`` where the trainer knows it: graph mode requested, which a machine without CUDA refuses), ``collect``
+is called while runs still go, and the rehearsal checks what comes back: one tarball within its limit holding a
+well-formed record of every run (a run that asked for graph mode and recorded its step mode says eager and why),
+the lease's rates, a second ``launch`` that starts nothing, and ``import`` here (records and rates into temporary
+folders). Exit status 0 when all holds, else 1 with the problems and the end of the output.
 
 The GPU machine runs Python 3.12, torch 2.11.0 and transformers 5.17.0. The venv of ``--make-venv`` holds the
 same torch, transformers and tokenizers: torch 2.11.0 exists on the package indexes here only as its CUDA build
@@ -34,11 +36,8 @@ from pathlib import Path
 
 import yaml
 
-# run as a script (python scripts/gpu_kit_rehearsal.py), the project's packages are beside scripts/, not in it
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from reporting.gpu_runs import RunsError, tarball_records, travelling_files  # noqa: E402
-from reporting.paper import PAPER_RUNS  # noqa: E402
+from paper_runs.processes import RunsError, tarball_records, travelling_files
+from paper_runs.records import PAPER_RUNS
 
 REPO = Path(__file__).resolve().parents[1]
 TARBALL = "paper_results.tar.gz"
@@ -46,6 +45,27 @@ TARBALL = "paper_results.tar.gz"
 VENV_PACKAGES = ("torch==2.11.0", "transformers==5.17.0", "tokenizers==0.23.2", "safetensors==0.8.0", "numpy",
                  "pyyaml", "tqdm", "matplotlib")
 DEFAULT_SETTINGS = ("max_steps=3", "dev_eval_tokens=2000")
+
+
+def graph_settings() -> list[str]:
+    """``compile=graph`` where this tree's trainer knows graph mode (training.config.COMPILE_MODES), else nothing."""
+    from training.config import COMPILE_MODES
+
+    return ["compile=graph"] if "graph" in COMPILE_MODES else []
+
+
+def step_mode_problems(records: dict, settings: list[str]) -> list[str]:
+    """A run asked for graph mode on a machine without CUDA must say it trained eagerly, and why (a record without a
+    ``step_mode`` is from a trainer that does not record one: not a problem)."""
+    if "compile=graph" not in settings:
+        return []
+    problems = []
+    for name, record in sorted(records.items()):
+        run = record["run"]
+        if run.get("step_mode") is not None and (run["step_mode"] != "eager" or not run.get("step_mode_reason")):
+            problems.append(f"{name}: graph mode asked on a CPU, recorded step_mode {run['step_mode']!r} "
+                            f"({run.get('step_mode_reason')!r}), not eager with a reason")
+    return problems
 
 
 def default_python() -> str:
@@ -105,7 +125,7 @@ def rehearse(*, repo: Path, kit: Path, work: Path, python: str, params: Path | N
     kit_option = ["--kit", str(kit_folder.relative_to(tree))]
 
     def paper(*args: str, python_: str = python, cwd: Path = tree) -> subprocess.CompletedProcess:
-        command = [*prefix, python_, "-m", "pipeline.paper", *args]
+        command = [*prefix, python_, "-m", "paper_runs", *args]
         result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
         output.extend([f"$ {' '.join(command)}  (exit {result.returncode})",
                        *(result.stdout + result.stderr).splitlines()])
@@ -118,17 +138,18 @@ def rehearse(*, repo: Path, kit: Path, work: Path, python: str, params: Path | N
         return report
     sets = [part for setting in settings for part in ("--set", setting)]
     started = time.monotonic()
-    if paper("launch", *kit_option, "--measure-steps", str(measure_steps), "--device", "cpu", *sets).returncode:
-        problems.append("launch failed")
+    status = paper("launch", *kit_option, "--measure-steps", str(measure_steps), "--device", "cpu", *sets,
+                   "--out", str(out)).returncode
+    if status not in (0, 3):
+        problems.append(f"launch --out ended with status {status}")
         return report
     measured = json.loads((tree / "gpu_runs/kit/measure.json").read_text(encoding="utf-8"))
-    unmeasured = sorted(name for name in PAPER_RUNS if not (measured.get(name) or {}).get("steps_per_second"))
+    first_wave = json.loads((tree / "gpu_runs/kit/state.json").read_text(encoding="utf-8"))["plan"]["first_wave"]
+    unmeasured = sorted(name for name in first_wave if not (measured.get(name) or {}).get("steps_per_second"))
     if unmeasured:
         problems.append(f"launch --measure-steps measured no rate for {', '.join(unmeasured)}")
-    while True:
+    while status == 3 and time.monotonic() - started <= timeout_s:
         status = paper("collect", "--out", str(out), "--wait-s", "30").returncode
-        if status != 3 or time.monotonic() - started > timeout_s:
-            break
     if status != 0:
         problems.append(f"collect ended with status {status}: not every run was recorded")
     tarball = out / TARBALL
@@ -144,14 +165,20 @@ def rehearse(*, repo: Path, kit: Path, work: Path, python: str, params: Path | N
         problems.append(str(error))
     if sorted(report["records"]) != sorted(PAPER_RUNS):
         problems.append(f"the tarball holds {len(report['records'])} records, not the {len(PAPER_RUNS)} paper runs")
+    problems.extend(step_mode_problems(report["records"], settings))
     again = paper("launch", *kit_option, "--device", "cpu", *sets)
-    if again.returncode or "nothing to start" not in again.stdout or again.stdout.count("recorded, skipped") != 12:
-        problems.append("a second launch did not skip the twelve recorded runs")
-    with tempfile.TemporaryDirectory() as records:
+    if again.returncode or "nothing to start" not in again.stdout or \
+            again.stdout.count("recorded, skipped") != len(PAPER_RUNS):
+        problems.append(f"a second launch did not skip the {len(PAPER_RUNS)} recorded runs")
+    with tempfile.TemporaryDirectory() as records, tempfile.TemporaryDirectory() as rates:
         imported = paper("--params", str(tree / "params.yaml"), "--records", records, "import", str(tarball),
-                         "--status-dir", str(work / "status"), python_=sys.executable, cwd=REPO)
+                         "--status-dir", str(work / "status"), "--rates-dir", rates, python_=sys.executable, cwd=REPO)
         if imported.returncode or len(list(Path(records).glob("*.json"))) != len(report["records"]):
             problems.append("import here did not write every record")
+        leases = list(Path(rates).glob("*.json"))
+        report["rates"] = json.loads(leases[0].read_text(encoding="utf-8")) if len(leases) == 1 else None
+        if report["rates"] is None or sorted(report["rates"]["runs"]) != sorted(PAPER_RUNS):
+            problems.append("import here did not file the lease's rates of every run")
     return report
 
 
@@ -163,13 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--package", action="append", default=[], help="a pin of --make-venv (replaces ours)")
     parser.add_argument("--params", type=Path, help="a params file to put in place of params.yaml there")
     parser.add_argument("--set", action="append", default=[], help="a train setting of every run "
-                        f"(default: {' '.join(DEFAULT_SETTINGS)})")
+                        f"(default: {' '.join(DEFAULT_SETTINGS)}, and compile=graph where the trainer knows it)")
     parser.add_argument("--measure-steps", type=int, default=2)
     parser.add_argument("--timeout-s", type=float, default=3600)
     parser.add_argument("--work", type=Path, help="the empty folder to rehearse in (default: a temporary one)")
     args = parser.parse_args(argv)
     if not (args.kit / "kit.zip").is_file():
-        print(f"error: no kit at {args.kit}; make it with `python -m pipeline.paper pack`", file=sys.stderr)
+        print(f"error: no kit at {args.kit}; make it with `python -m paper_runs pack`", file=sys.stderr)
         return 2
     python = args.python or default_python()
     if args.make_venv:
@@ -180,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {work} is not empty", file=sys.stderr)
         return 2
     report = rehearse(repo=REPO, kit=args.kit, work=work, python=python, params=args.params,
-                      settings=args.set or list(DEFAULT_SETTINGS), measure_steps=args.measure_steps,
+                      settings=args.set or [*DEFAULT_SETTINGS, *graph_settings()], measure_steps=args.measure_steps,
                       timeout_s=args.timeout_s)
     (work / "rehearsal.log").write_text("\n".join(report["output"]) + "\n", encoding="utf-8")
     print("\n".join(report["output"][-60:]) + f"\n(the whole output: {work / 'rehearsal.log'})")

@@ -1,7 +1,7 @@
 """Operators one training step dispatches, per paper run: what a GPU launches, and what would make it wait.
 
-    python -m benchmarks.step_ops                       # the twelve paper runs (CPU, about a minute)
-    python -m benchmarks.step_ops --runs wrn,wrn_blstm --json
+    python -m paper_runs.step_ops                       # the twelve paper runs (CPU, about a minute)
+    python -m paper_runs.step_ops --runs wrn,wrn_blstm --json
 
 The paper runs on a shared GPU are bound by kernel launches and by waits for the device, not by arithmetic
 (docs/method.md, "GPU kit"), so how many operators a step dispatches is the lever on their steps/s that a CPU
@@ -38,7 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from corpus.labels import LABELS
 from experiments.params import experiment_config, load_params
 from models import build_model
-from reporting.paper import PAPER_RUNS
+from paper_runs.records import PAPER_RUNS
 from training.batches import TokenStore
 from training.config import TrainConfig
 from training.dev_eval import cut_batch

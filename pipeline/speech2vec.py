@@ -55,14 +55,14 @@ def _report(summary: dict, similarity: dict, homophones: dict) -> str:
 
 
 def _paper_coverage_section(coverage: dict, default_vocabulary: int) -> str:
-    """The vocabulary coverage of the paper runs' Speech2Vec (``python -m pipeline.paper speech2vec`` writes
+    """The vocabulary coverage of the paper runs' Speech2Vec (``python -m paper_runs speech2vec`` writes
     ``coverage``; it is built once, outside this stage, from synthetic audio of sentences chosen for their words)."""
     selection = coverage["selection"]
     return "\n".join([
         "", "## The paper runs' Speech2Vec: vocabulary coverage", "",
         "The `paper` profile's speech and word+speech inputs read another Speech2Vec (`gpu_kit.speech2vec_dir`), "
         "learned the same way from synthetic audio of training sentences chosen to cover the training set's word "
-        "types (`python -m pipeline.paper speech2vec`; docs/method.md, \"GPU kit\"). From "
+        "types (`python -m paper_runs speech2vec`; docs/method.md, \"GPU kit\"). From "
         "`reports/paper_speech2vec/coverage.json`:", "",
         "| | |", "|---|---|",
         f"| training tokens / word types | {selection['training_tokens']:,} / {selection['training_types']:,} |",

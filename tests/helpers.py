@@ -22,6 +22,7 @@ LAYERS = (
     ("training",),
     ("realspeech", "reporting"),
     ("pipeline",),
+    ("paper_runs",),  # the papers' runs on a lent GPU: packs, launches and records runs of the pipeline's stages
 )
 PACKAGES = [package for layer in LAYERS for package in layer]
 

@@ -1,4 +1,4 @@
-"""Speech2Vec covering the training vocabulary (audio/coverage.py, ``python -m pipeline.paper speech2vec``): the
+"""Speech2Vec covering the training vocabulary (audio/coverage.py, ``python -m paper_runs speech2vec``): the
 greedy choice of sentences on a hand-made stream (every reachable targeted type min_count times, deterministic, the
 figures), and, slow, the whole build on the tiny TED fixture (flite, pocketsphinx, librosa): vectors for the covered
 types, and a second call that skips every finished step."""
@@ -60,7 +60,7 @@ def test_bad_settings_are_refused():
 
 
 def test_the_kit_reads_the_paper_speech2vec_where_params_name_it():
-    from reporting.gpu_runs import BUILT_BY, kit_feature_set
+    from paper_runs.processes import BUILT_BY, kit_feature_set
 
     speech = {"type": "speech2vec", "path": "data/speech2vec"}
     params = {"embed": {"feature_sets": {"speech": {"word_source": {"type": "none"}, "speech_source": speech},
@@ -74,7 +74,7 @@ def test_the_kit_reads_the_paper_speech2vec_where_params_name_it():
     assert kit_feature_set(params, "nothing") == (None, False)
     assert kit_feature_set({**params, "gpu_kit": {"speech2vec_dir": None}}, "speech") == (
         params["embed"]["feature_sets"]["speech"], False)
-    assert BUILT_BY["paper-speech2vec"].startswith("python -m pipeline.paper speech2vec")
+    assert BUILT_BY["paper-speech2vec"].startswith("python -m paper_runs speech2vec")
 
 
 @pytest.mark.slow

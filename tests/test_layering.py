@@ -5,9 +5,11 @@
       <-  audio, trainset, figures
       <-  inference  <-  evaluation  <-  training  <-  realspeech, reporting
       <-  pipeline
+      <-  paper_runs
 
 A package may import the packages of the layers below it (and itself), never one beside or above it.
-``benchmarks/``, ``scripts/`` and ``tests/`` may import anything; nothing imports them or ``pipeline/``.
+``benchmarks/``, ``scripts/`` and ``tests/`` may import anything; nothing imports them, ``pipeline/`` or the GPU wing
+``paper_runs/``. No module of ``pipeline/`` is over 200 lines: a stage wrapper is thin.
 Imports are read from the source (every ``import`` statement, also inside functions), not by importing.
 """
 
@@ -32,8 +34,8 @@ def _allowed() -> dict[str, set[str]]:
         for package in layer:
             allowed[package] = below | {package}
         below = below | set(layer)
-    allowed["benchmarks"] = OURS - {"pipeline", "scripts", "tests"}
-    allowed["scripts"] = OURS - {"pipeline", "benchmarks", "tests"}
+    allowed["benchmarks"] = OURS - {"pipeline", "paper_runs", "scripts", "tests"}
+    allowed["scripts"] = OURS - {"pipeline", "paper_runs", "benchmarks", "tests"}
     allowed["tests"] = OURS
     return allowed
 
@@ -93,3 +95,28 @@ def test_each_package_is_small_enough_to_read(package):
     too_long = {str(path.relative_to(ROOT)): lines for path in modules
                 if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES_PER_LIBRARY_FILE}
     assert too_long == {}
+
+
+def test_every_stage_wrapper_is_thin():
+    """pipeline/ holds one thin wrapper per DVC stage: the work is in the library."""
+    long = {path.name: n for path in sorted((ROOT / "pipeline").glob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 200}
+    assert long == {}
+
+
+def test_the_gpu_wing_alone_spawns_and_packs():
+    """reporting/ keeps tables and figures: no process, packing or spawning code."""
+    for path in sorted((ROOT / "reporting").rglob("*.py")):
+        imported = {name for _, name in imported_packages_any(path)}
+        assert not imported & {"subprocess", "multiprocessing", "zipfile", "tarfile", "signal"}, path
+
+
+def imported_packages_any(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level module) of every absolute import in a source file, ours or not."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name.split(".")[0]) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return found

@@ -166,7 +166,7 @@ def test_each_position_launches_the_same_operators_and_waits_for_nothing():
     same operators."""
     model = random_model(0)
 
-    class Count(TorchDispatchMode):  # aten operators by name (as benchmarks.step_ops counts them)
+    class Count(TorchDispatchMode):  # aten operators by name (as paper_runs.step_ops counts them)
         def __init__(self):
             super().__init__()
             self.by_name = collections.Counter()

@@ -9,7 +9,7 @@ import torch
 
 from tests.helpers import context_rule_batch, overfit_accuracy, padded_batch, scramble_padding
 
-from benchmarks.step_ops import OperatorCount
+from paper_runs.step_ops import OperatorCount
 from models import build_model
 from models.encoders import ALL_REAL, ConvBlock1d, MaskedBatchNorm1d, MaskedConv1d, WideResidualBlock1d
 

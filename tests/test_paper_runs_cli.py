@@ -1,4 +1,4 @@
-"""The paper-profile records: ``python -m pipeline.paper run NAME`` trains in slots (pausing and resuming), scores
+"""The paper-profile records: ``python -m paper_runs run NAME`` trains in slots (pausing and resuming), scores
 Ref and ASR and writes ``metrics/paper/NAME.json`` with its provenance; ``report`` renders the records beside the
 published and small-profile figures and names the missing ones."""
 
@@ -13,7 +13,7 @@ import yaml
 
 from embeddings.sources import file_sha256
 from pipeline import paper
-from reporting.paper import PAPER_RUNS, missing_records
+from paper_runs.records import PAPER_RUNS, missing_records
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
 
 
@@ -58,7 +58,8 @@ def test_a_paper_run_is_recorded_with_its_provenance_and_rendered_beside_the_oth
     assert paper.main([*base, "report", "--out", str(out), "--eval-metrics", str(small),
                        "--variant-metrics", str(tmp_path / "none")]) == 0
     text = out.read_text()
-    assert "**Missing records (11 of 12): transformer_learned, transformer_speech," in text
+    n = len(PAPER_RUNS)
+    assert f"**Missing records ({n - 1} of {n}): transformer_learned, transformer_word_literal, transformer_speech," in text
     ref_row = next(line for line in text.splitlines() if line.startswith("| transformer_word | ") and "| Ref |" in line)
     f1, ser = (f"{100 * value:.1f}" for value in (record["ref"]["OVERALL"]["f1"], record["ref"]["SER"]))
     assert f"| {info['steps_completed']} (of {info['steps_scheduled']}) | cpu |" in ref_row
@@ -70,7 +71,7 @@ def test_a_paper_run_is_recorded_with_its_provenance_and_rendered_beside_the_oth
 
 
 def test_the_report_of_no_records_says_that_every_one_is_missing():
-    from reporting.paper import paper_markdown
+    from paper_runs.records import paper_markdown
     from reporting.results import load_published
 
     text = paper_markdown({}, load_published(), small={}, default_published={"drnn_lwma": "kim_2019/drnn_lwma"})
@@ -93,7 +94,7 @@ def test_a_missing_feature_cache_is_a_clear_error(tmp_path, capsys):
 
 
 def test_the_paper_speech2vec_command_refreshes_the_coverage_the_report_reads(tmp_path, monkeypatch, capsys):
-    """`pipeline.paper speech2vec` copies its coverage.json to --report (what stage speech2vec reports from), and
+    """`paper_runs speech2vec` copies its coverage.json to --report (what stage speech2vec reports from), and
     only when every talk went through."""
     from audio import coverage as coverage_module
 

@@ -1,7 +1,7 @@
-"""The GPU kit (``python -m pipeline.paper pack | plan | launch | collect | import``; reporting/gpu_kit.py,
-reporting/gpu_runs.py): a kit that rebuilds every input byte for byte, is the same bytes when packed again, stays
+"""The GPU kit (``python -m paper_runs pack | plan | launch | collect | import``; paper_runs/kit.py,
+paper_runs/processes.py): a kit that rebuilds every input byte for byte, is the same bytes when packed again, stays
 within its limit and names what is missing; the plan counts steps from params; a tarball whose records import
-without losing finished work; and, slow, the whole rehearsal of a lease on the CPU (scripts/gpu_kit_rehearsal.py)."""
+without losing finished work; and, slow, the whole rehearsal of a lease on the CPU (paper_runs/rehearsal.py)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import yaml
 
 from embeddings.cache import build_feature_cache
 from pipeline import paper
-from reporting import gpu_plan, gpu_runs
-from reporting.gpu_kit import ENCODER_PACKAGE, KIT_FILE, KitError, read_index, unpack_kit
-from reporting.paper import PAPER_RUNS
+from paper_runs import plan as gpu_plan, processes as gpu_runs
+from paper_runs.kit import ENCODER_PACKAGE, KIT_FILE, KitError, read_index, unpack_kit
+from paper_runs.records import PAPER_RUNS
 from tests.fixture_checkpoints import make_checkpoint
 from tests.fixture_corpus import FILLER, TINY_BLSTM, TINY_MODEL, TINY_TRAIN, write_prepared_corpus
 from tests.helpers import REPO, write_word2vec_text
@@ -34,9 +34,13 @@ TINY_MODELS = {
     "wrn_blstm": {"name": "wrn_blstm", "channels": 8, "widen": 2, "blocks": 1, "lstm_hidden": 8, "dropout": 0.1},
     "conv": {"name": "conv", "channels": 16, "blocks": 1, "dropout": 0.1}, "ff2": FF2, "ffa": {**FF2, "name": "ffa"},
 }
-GPU_KIT = {"pack_limit_mib": 56, "travel_limit_mib": 64, "tarball_limit_mib": 16, "lease_s": 1800,
-           "train_budget_s": 1260, "collect_wait_s": 60, "measure_timeout_s": 300, "log_tail_kib": 8,
-           "assumed_steps_per_s": {"default": 5.0, "transformer": 2.0}}
+#: a lease long enough for a rehearsal on a slow CPU (the training deadline derived: 3,600 - 60 - 60 - 20 = 3,460 s)
+GPU_KIT = {"pack_limit_mib": 56, "travel_limit_mib": 64, "tarball_limit_mib": 16, "lease_s": 7200, "command_s": 3600,
+           "allowance_s": {"machine_start": 60, "unpack": 60, "scoring": 60, "collect": 20, "margin": 60},
+           "run_start_s": 5, "dev_eval_s": {"default": 1.0}, "collect_wait_s": 60, "measure_timeout_s": 300,
+           "log_tail_kib": 8, "rates_dir": "metrics/gpu/leases", "assumed_steps_per_s": {"default": 5.0, "transformer": 2.0},
+           "graph": {"kernel_us": 4.0, "tflops": 100, "recurrent_step_us": 15, "time_slice_overhead": 1.15,
+                     "experiments": {"transformer": {"kernels": 1000, "mflop_per_token": 100}}}}
 
 
 def tiny_params(root: Path, vectors: Path, speech: Path, **gpu_kit) -> dict:
@@ -160,24 +164,28 @@ def test_pack_names_each_missing_input_and_the_command_that_builds_it(inputs, tm
     assert not (tmp_path / "kit").exists()
 
 
-def test_the_plan_counts_each_run_s_steps_from_params(inputs, capsys):
+def test_the_plan_counts_each_run_s_steps_from_params(inputs, tmp_path, capsys):
     from experiments.params import load_params
     from training.batches import schedule_steps
 
     params = load_params(inputs / "params.yaml", profile="paper")
-    rows = {row["name"]: row for row in gpu_plan.plan_rows(params, list(PAPER_RUNS), 100_000, budget_s=60)}
+    rows = {row["name"]: row for row in gpu_plan.plan_rows(params, list(PAPER_RUNS), 100_000)}
     steps = schedule_steps(100_000, {**params["train"]})
     assert rows["transformer_word"]["steps"] == steps and rows["blstm"]["steps"] == steps
-    assert rows["transformer_word"]["steps_per_s"] == 2.0 and rows["lstm"]["steps_per_s"] == 5.0
-    assert rows["transformer_word"]["fits"] is (steps / 2.0 <= 60) and rows["blstm"]["fits"] is (steps / 5.0 <= 60)
+    assert rows["transformer_word"]["steps_per_s"] == 2.0 and rows["lstm"]["steps_per_s"] == 5.0  # eager: assumed
+    literal = rows["transformer_word_literal"]  # its own settings: 100-token windows, 20 epochs
+    assert literal["steps"] == schedule_steps(100_000, {**params["train"], "seq_len": 100, "epochs": 20})
     params["active"]["experiments"]["transformer"]["train"]["epochs"] = 10  # a new recipe: ten times the steps
-    rows = {row["name"]: row for row in gpu_plan.plan_rows(params, ["transformer_word"], 100_000, budget_s=60,
-                                                            measured={"transformer_word": 50.0})}
-    assert rows["transformer_word"]["steps"] == 10 * steps and rows["transformer_word"]["rate_source"] == "measured"
-    assert paper.main(["--params", str(inputs / "params.yaml"), "plan", "--kit", str(inputs / "nokit"), "--features",
-                       str(inputs / "features")]) == 0
+    known = {"rates": {("transformer_word", "eager"): {"steps_per_s": 50.0, "where": "H100, lease x"}}}
+    rows = {row["name"]: row for row in gpu_plan.plan_rows(params, ["transformer_word"], 100_000, known=known)}
+    assert rows["transformer_word"]["steps"] == 10 * steps
+    assert rows["transformer_word"]["rates"]["eager"] == (50.0, "measured, H100, lease x")
+    assert paper.main(["--params", str(inputs / "params.yaml"), "--records", str(tmp_path / "records"), "plan", "--kit",
+                       str(inputs / "nokit"), "--features", str(inputs / "features"), "--rates-dir",
+                       str(tmp_path / "rates")]) == 0
     out = capsys.readouterr().out
-    assert "| transformer_word | transformer | 8 | 1 |" in out and "(training tokens from" in out
+    assert "| transformer_word | 8 x 30 |" in out and "(training tokens from" in out
+    assert "**training 3460 s**" in out and f"the next lease starts {len(PAPER_RUNS)} of {len(PAPER_RUNS)}" in out.lower()
 
 
 def record_of(name: str, *, full: bool = True, f1: float = 0.5) -> dict:
@@ -210,14 +218,30 @@ def test_records_come_back_in_one_tarball_and_import_without_losing_finished_wor
     write_records(records, {"lstm": record_of("lstm", full=False, f1=0.1), "blstm": record_of("blstm", full=False)})
     done = gpu_runs.import_tarball(tarball, records, status)
     assert done["imported"] == ["blstm"]  # a full record replaces a partial one
-    assert done["kept"] == ["lstm (a different record is there; --replace takes the new one)"]
+    assert done["kept"] == ["lstm (a different partial record is there; --replace takes the new one)"]
     assert json.loads((records / "blstm.json").read_text())["run"]["full_schedule"] is True
     assert (records / "blstm.history.csv").read_text().startswith("step,") and (status / "status.md").is_file()
     assert gpu_runs.import_tarball(tarball, records, status, replace=True)["imported"] == ["lstm"]
     assert gpu_runs.import_tarball(tarball, records, status)["unchanged"] == ["blstm", "lstm"]
 
-    write_records(records, {"lstm": record_of("lstm", f1=0.9)})  # full there, partial coming: never replaced
-    assert gpu_runs.import_tarball(tarball, records, status, replace=True)["kept"][0].startswith("lstm (the full")
+
+def test_import_never_overwrites_a_complete_record(tmp_path):
+    """A complete record (full schedule) stays as it is whatever comes: a partial one, another complete one, even
+    with --replace; its learning curve too."""
+    coming = write_records(tmp_path / "machine", {"lstm": record_of("lstm", full=False),
+                                                  "conv": record_of("conv", f1=0.9)})
+    tarball = tmp_path / "r.tar.gz"
+    gpu_runs.write_tarball(tarball, records=coming, status_files={}, logs={}, limit_bytes=10**6, tail_bytes=0)
+    records = tmp_path / "records"
+    there = write_records(records, {"lstm": record_of("lstm", f1=0.2), "conv": record_of("conv", f1=0.3)})
+    (records / "conv.history.csv").write_text("step,train_loss\n7,0.1\n")
+    before = {path.name: path.read_bytes() for path in records.iterdir()}
+    for replace in (False, True):
+        done = gpu_runs.import_tarball(tarball, records, tmp_path / "status", replace=replace)
+        assert done["imported"] == [] and len(done["kept"]) == 2
+        assert all("the complete record there is never overwritten" in line for line in done["kept"])
+    assert {path.name: path.read_bytes() for path in records.iterdir()} == before
+    assert json.loads(there["conv"].read_text())["ref"]["OVERALL"]["f1"] == 0.3
 
 
 @pytest.mark.parametrize("bad, message", [({"ref": {}}, "no 'asr'"), (None, "lacks precision/recall/f1")])
@@ -240,19 +264,60 @@ def test_a_second_launch_starts_only_the_runs_without_a_record_or_a_process(tmp_
     machine, repo = tmp_path / "machine", tmp_path / "repo"
     write_records(machine, {"blstm": record_of("blstm", full=False)})
     write_records(repo, {"lstm": record_of("lstm"), "conv": record_of("conv", full=False)})
-    sleeper = gpu_runs.spawn([sys.executable, "-c", "import time; time.sleep(30)", "pipeline.paper", "run", "wrn"],
+    sleeper = gpu_runs.spawn([sys.executable, "-c", "import time; time.sleep(30)", "paper_runs", "run", "wrn"],
                              tmp_path / "wrn.log", {})
-    state = {"runs": {"wrn": {"pid": sleeper.pid, "marker": ["pipeline.paper", "run", "wrn"]},
-                      "ff2": {"pid": 999_999_999, "marker": ["pipeline.paper", "run", "ff2"]}}}
+    state = {"runs": {"wrn": {"pid": sleeper.pid, "marker": ["paper_runs", "run", "wrn"]},
+                      "ff2": {"pid": 999_999_999, "marker": ["paper_runs", "run", "ff2"]}}}
     try:
         names = ["blstm", "lstm", "conv", "wrn", "ff2"]
         start, skipped = gpu_runs.runs_to_start(names, state, [machine, repo])
-        assert start == ["ff2"] and set(skipped) == {"blstm", "lstm", "conv", "wrn"}  # ff2's process is gone
-        assert skipped["wrn"] == f"still running (pid {sleeper.pid})"
-        assert gpu_runs.runs_to_start(names, state, [machine, repo], rerun_partial=True)[0] == ["conv", "ff2"]
+        # conv's record in the repository is partial: it runs again; ff2's process is gone
+        assert start == ["conv", "ff2"] and set(skipped) == {"blstm", "lstm", "wrn"}
+        assert skipped["wrn"] == f"still running (pid {sleeper.pid})" and skipped["lstm"] == "recorded"
     finally:
         sleeper.kill()
         sleeper.wait(timeout=30)
+
+
+def test_launch_starts_only_unrecorded_runs_that_end_in_this_lease_in_priority_order(inputs, tmp_path, monkeypatch,
+                                                                                       capsys):
+    """No lease is spent on a partial record: launch starts, in the order of PAPER_RUNS, the runs without a complete
+    record whose schedules end before the deadline at the best known rates (a partial record runs again)."""
+    from paper_runs import lease as gpu_lease
+
+    params = tiny_params(tmp_path, inputs / "v.txt", inputs / "s.txt", command_s=300,
+                         allowance_s={"machine_start": 0, "unpack": 0, "scoring": 0, "collect": 0, "margin": 0})
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    (tmp_path / "data/features").mkdir(parents=True)
+    (tmp_path / "data/features/manifest.json").write_text(json.dumps({"splits": {"train": {"tokens": 20_000}}}))
+    records = tmp_path / "metrics/paper"
+    write_records(records, {"transformer_learned": record_of("transformer_learned"),
+                            "transformer_word": record_of("transformer_word", full=False)})
+    started = []
+
+    class Process:
+        pid = 4242
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(gpu_lease, "prepare_machine", lambda *args, **kwargs: {})
+    monkeypatch.setattr(gpu_runs, "spawn", lambda command, log, env: started.append(command[command.index("run") + 1])
+                        or Process())
+    monkeypatch.setattr(gpu_runs, "pid_alive", lambda pid, marker: True)
+    assert paper.main(["--params", "params.yaml", "launch", "--grace-s", "0", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "transformer_learned: recorded, skipped" in out and "transformer_learned" not in started
+    assert started == [name for name in PAPER_RUNS if name in started]  # the priority order
+    from experiments.params import load_params
+
+    loaded = load_params(tmp_path / "params.yaml", profile="paper")
+    rows = {row["name"]: row for row in gpu_plan.plan_rows(loaded, list(PAPER_RUNS), 20_000)}
+    budget = gpu_plan.lease_budget(loaded["gpu_kit"])["train_s"]
+    ends = gpu_plan.project([rows[name] for name in started], 1.15)
+    assert started and "transformer_word" in started and all(end <= budget for end in ends.values())
+    too_long = [name for name in PAPER_RUNS if gpu_plan.project([rows[name]], 1.15)[name] > budget]
+    assert too_long and not set(too_long) & set(started)  # alone it would not end its schedule: never started
+    state = json.loads((tmp_path / "gpu_runs/kit/state.json").read_text())
+    assert state["plan"]["first_wave"] == started and state["deadline"] - state["started"] == budget
 
 
 def test_a_run_s_environment_lets_it_outlive_the_launch_and_share_the_cores(tmp_path):
@@ -282,10 +347,10 @@ def test_the_measurement_is_the_runs_own_first_steps(tmp_path):
     for name, fake in runs.items():
         code = FAKE_RUN if fake else "raise SystemExit(1)"
         args = [str(x) for x in fake] if fake else []
-        process = gpu_runs.spawn([sys.executable, "-c", code, *args, "pipeline.paper", "run", name],
+        process = gpu_runs.spawn([sys.executable, "-c", code, *args, "paper_runs", "run", name],
                                  logs / f"{name}.log", {})
         processes.append(process)
-        state["runs"][name] = {"pid": process.pid, "marker": ["pipeline.paper", "run", name]}
+        state["runs"][name] = {"pid": process.pid, "marker": ["paper_runs", "run", name]}
     try:
         measured = gpu_runs.measure_running(list(runs), state, logs, steps=30, timeout_s=6.0, poll_s=0.2)
     finally:
@@ -306,7 +371,7 @@ def test_progress_comes_from_the_log_and_a_finished_process_is_not_alive(tmp_pat
     assert gpu_runs.log_progress(log) == {"step": 20, "steps": 900, "steps_per_s": 0.8}
     process = gpu_runs.spawn([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "p.log", {})
     assert gpu_runs.pid_alive(process.pid, [sys.executable])
-    assert not gpu_runs.pid_alive(process.pid, ["pipeline.paper"])  # another program under that id is not ours
+    assert not gpu_runs.pid_alive(process.pid, ["paper_runs"])  # another program under that id is not ours
     process.kill()
     process.wait(timeout=30)
     assert not gpu_runs.pid_alive(process.pid, [sys.executable])
@@ -314,19 +379,24 @@ def test_progress_comes_from_the_log_and_a_finished_process_is_not_alive(tmp_pat
 
 @pytest.mark.slow  # ~3-5 min on one core: 2 x 12 processes, each starting torch; the whole lease, rehearsed
 def test_the_rehearsal_runs_the_kit_as_the_gpu_machine_would(inputs, kit, tmp_path):
-    """Only what travels, in an empty folder with no ../shared and no network: launch (measuring first), collect
-    until all twelve are recorded, the tarball within its limits, a second launch starting nothing, the import."""
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        import gpu_kit_rehearsal
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    """Only what travels, in an empty folder with no ../shared and no network: the lease's one command (launch,
+    measure, collect), collect until every run is recorded, the tarball within its limits, a second launch starting
+    nothing, the import of records and rates."""
+    from paper_runs import rehearsal as gpu_kit_rehearsal
+
     python = gpu_kit_rehearsal.default_python()
+    settings = ["max_steps=4", *gpu_kit_rehearsal.graph_settings()]  # graph mode asked, as the paper profile does
     report = gpu_kit_rehearsal.rehearse(
         repo=REPO, kit=kit, work=tmp_path / "work", python=python, params=inputs / "params.yaml",
-        settings=["max_steps=4"], measure_steps=2, timeout_s=1200)
+        settings=settings, measure_steps=2, timeout_s=1200)
     assert report["problems"] == [], "\n".join(report["problems"] + report["output"][-40:])
     assert sorted(report["records"]) == sorted(PAPER_RUNS)
     assert report["tarball_bytes"] <= 16 * 2**20 and report["travel_bytes"] <= 64 * 2**20
     assert all(r["run"]["steps_completed"] == 4 and r["run"]["kit"]["git"] for r in report["records"].values())
+    if "compile=graph" in settings:  # asked for graph mode on a CPU: each record says it trained eagerly, and why
+        assert all(r["run"]["step_mode"] == "eager" and r["run"]["step_mode_reason"]
+                   for r in report["records"].values())
+    literal = report["records"]["transformer_word_literal"]["run"]["train"]
+    assert literal["seq_len"] == 100 and literal["warmup_steps"] == 4000  # the thirteenth run's own reading
+    assert sorted(report["rates"]["runs"]) == sorted(PAPER_RUNS)
     assert read_index(kit / KIT_FILE)["encoder"]["package"] == ENCODER_PACKAGE

@@ -1,4 +1,4 @@
-"""The GPU lease's plan and the rates that accumulate over leases (reporting/gpu_plan.py, reporting/gpu_rates.py):
+"""The GPU lease's plan and the rates that accumulate over leases (paper_runs/plan.py, paper_runs/rates.py):
 the training deadline derived from the lease, graph-mode rates derived from kernels and arithmetic, runs sharing a
 time-sliced GPU, which runs a lease starts, the best known rates, and the thirteenth run's reading in the report."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from experiments.params import load_params
-from reporting import gpu_plan, gpu_rates
-from reporting.paper import PAPER_RUNS, READINGS, paper_record, readings_markdown, run_config
+from paper_runs import plan as gpu_plan, rates as gpu_rates
+from paper_runs.records import PAPER_RUNS, READINGS, paper_record, readings_markdown, run_config
 from tests.helpers import REPO
 
 

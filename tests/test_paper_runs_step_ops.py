@@ -1,4 +1,4 @@
-"""``python -m benchmarks.step_ops``: the operators of one training step of a paper run, as a GPU would launch them."""
+"""``python -m paper_runs.step_ops``: the operators of one training step of a paper run, as a GPU would launch them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import step_ops
+from paper_runs import step_ops
 
 REPO = Path(__file__).resolve().parents[1]
 
