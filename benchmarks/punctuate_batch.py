@@ -20,7 +20,7 @@ sets: shared library pages count once per process, an upper bound) and ``peak_ps
 shared pages split between the processes that map them; what the machine needs). The outputs of the one-process
 and the ``--workers`` run are compared byte for byte (``same_outputs``).
 
-The targets (:data:`TARGETS`, issue 32, on 2 CPU cores with the default model) are printed beside each figure:
+The targets (:data:`TARGETS`, on 2 CPU cores with the default model) are printed beside each figure:
 the batch at least 80 % of the large file's words/s and at least 10 times faster than the separate calls, and at
 most 1.5 GB at its peak. Run it on 2 otherwise idle cores (``taskset -c 0,1``); nothing is asserted.
 """
@@ -41,7 +41,7 @@ from typing import Any
 from benchmarks.punctuate_speed import WORDS_PER_LINE, benchmark_text
 
 REPO = Path(__file__).resolve().parents[1]
-#: figure -> (comparison, bound), issue 32
+#: figure -> (comparison, bound)
 TARGETS = {"vs_large_file": (">=", 0.8), "vs_single_calls": (">=", 10.0), "peak_pss_mb": ("<=", 1536)}
 
 

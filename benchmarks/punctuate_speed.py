@@ -11,7 +11,7 @@ Every figure comes from a fresh ``python -m inference.cli`` process, exactly wha
 * ``wall_s``, ``words_per_s`` (start-up included) and ``words_per_s_after_start`` (``wall_s - start_s``
   taken off), and ``peak_rss_mb`` (the process's maximum resident set, from ``wait4``) on ``--words`` words.
 
-The targets (:data:`TARGETS`, issue 23: what a user should get from the default models on 2 CPU cores) are printed
+The targets (:data:`TARGETS`: what a user should get from the default models on 2 CPU cores) are printed
 beside each figure: at least 2,000 words/s on 200,000 words, start-up included; at most 1.5 GB peak memory; a
 one-sentence call at most 2.5 times a bare ``import torch``.
 

@@ -55,7 +55,7 @@ class PaperRun:
         return [f"{key}={json.dumps(value)}" for key, value in self.train.items()]
 
 
-#: Yi & Tao read literally (issue 37): a batch of 32 windows of 100 tokens and the paper's warm-up of 4,000 steps
+#: Yi & Tao read literally: a batch of 32 windows of 100 tokens and the paper's warm-up of 4,000 steps
 #: to its peak of 1e-4, 20 epochs (13,140 steps), decoded in the evaluate section's windows. On an H100 it left the
 #: all-O plateau late but reached dev F1 54.1, Ref 56.3 / ASR 51.2 at 55 % of that schedule
 #: (metrics/gpu/h100_transformer_variants/paper_word.json). It runs to the end of its schedule beside the 10-token

@@ -13,9 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-#: The README region the table is written into, between these two lines.
+#: The region of docs/benchmarks.md the table is written into, between these two lines.
 README_START = "<!-- stage-times:start -->"
 README_END = "<!-- stage-times:end -->"
+#: The README's one line with the default pipeline's time, between these two lines.
+RUN_TIME_START = "<!-- run-time:start -->"
+RUN_TIME_END = "<!-- run-time:end -->"
 
 
 def read_stage_times(directory: str | Path) -> dict[str, dict[str, Any]]:
@@ -40,10 +43,22 @@ def _training_rate(record: dict[str, Any]) -> str:
     return ""
 
 
+def total_minutes(records: dict[str, dict[str, Any]]) -> float:
+    """The wall time of all the stages, in minutes."""
+    return sum(float(record["seconds"] or 0.0) for record in records.values()) / 60
+
+
+def run_time_line(records: dict[str, dict[str, Any]], *, machine: str, setup_seconds: float | None = None) -> str:
+    """The README's line: how long the default pipeline took end to end, and where."""
+    setup = f" after a {setup_seconds:.0f} s set-up" if setup_seconds else ""
+    return (f"Measured on a fresh clone: `dvc repro` **{total_minutes(records):.1f} min**{setup} on {machine} "
+            "(each stage: [docs/benchmarks.md](docs/benchmarks.md#how-long-the-default-pipeline-takes)).\n")
+
+
 def stage_times_markdown(records: dict[str, dict[str, Any]], *, machine: str) -> str:
     """The stage-time table (stages in the order they finished, two to a row) with the total, on ``machine``."""
     ordered = sorted(records.values(), key=lambda record: record.get("finished") or "")
-    total = sum(float(record["seconds"] or 0.0) for record in ordered)
+    total = total_minutes(records) * 60
     last = ordered[-1].get("finished", "") if ordered else ""
     lines = [f"Wall time of each stage of one complete `dvc repro` ({machine}; finished {last[:10] or '–'}; from "
              f"`logs/timings/`, which the stages write): **{total / 60:.1f} min** in all.", "",

@@ -1,5 +1,5 @@
-"""Issue 41's three levers, each alone and together, on dev: `punctuate`'s text model trained as the pipeline trains
-it (experiment ``minilm``, then its tuning ``minilm_words``), with the same seed and step budget per run.
+"""The three ASR-robustness levers, each alone and together, on dev: `punctuate`'s text model trained as the pipeline
+trains it (experiment ``minilm``, then its tuning ``minilm_words``), with the same seed and step budget per run.
 
     python scripts/asr_levers.py [--runs baseline augment jitter combine all] [--seeds 1 2]
                                  [--features data/features] [--tuning-features data/feature_sets/word]
@@ -118,7 +118,7 @@ def table(results: list[dict], splits: list[str]) -> str:
 
 def report(results: list[dict], splits: list[str], args: argparse.Namespace) -> str:
     steps = {phase: sorted({r["phases"][phase]["metrics"]["steps"] for r in results}) for phase in (EXPERIMENT, TUNING)}
-    return (f"# Issue 41's levers on {', '.join(splits)}\n\n"
+    return (f"# The ASR-robustness levers on {', '.join(splits)}\n\n"
             f"Written by `python scripts/asr_levers.py` from `{args.out / 'runs'}`: `{EXPERIMENT}` "
             f"({'/'.join(map(str, steps[EXPERIMENT]))} steps) then `{TUNING}` "
             f"({'/'.join(map(str, steps[TUNING]))} steps), each run's levers over both phases, scored through "

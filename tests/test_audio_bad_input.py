@@ -1,4 +1,4 @@
-"""Bad audio input is named, not passed over (issue 16, item 6): a WAV cut short of what its header states, a
+"""Bad audio input is named, not passed over: a WAV cut short of what its header states, a
 header stating the wrong sample rate, a transcript that is not the audio's; and a stage with a failed talk
 finishes the others, then exits non-zero so that DVC does not record it as done. Tiny flite speech."""
 

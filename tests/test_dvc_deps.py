@@ -1,4 +1,4 @@
-"""dvc.yaml declares every file a stage reads (issue 16, item 6), and the embed stages' own rules: the word-vector
+"""dvc.yaml declares every file a stage reads, and the embed stages' own rules: the word-vector
 file named in params, a feature set built only when a variant uses it, the default word source copied into the
 project. Static checks of dvc.yaml and params.yaml, and pipeline.embed on a tiny corpus."""
 

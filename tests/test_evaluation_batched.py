@@ -1,4 +1,4 @@
-"""The segmented protocol batched across sentences (issue 37): the evaluate stage labels every reference sentence
+"""The segmented protocol batched across sentences: the evaluate stage labels every reference sentence
 as a text of its own, with the windows of all sentences filling the model's batches together; each sentence's
 labels must be those it gets alone (``Punctuator.punctuate_words`` of its words, what the stage ran sentence by
 sentence before), on models whose outputs depend on the padding around a sentence's tokens (a Transformer that

@@ -1,4 +1,4 @@
-"""Overlapping windows combined (issue 41, Courtland et al. 2020): each token's logits summed over every window
+"""Overlapping windows combined (Courtland et al. 2020): each token's logits summed over every window
 covering it -- the same labels as the centre rule with one window per token, the right ones on a hand-made
 case, and one rule for dev evaluation, the evaluate stage and ``punctuate``, read from the model directory."""
 

@@ -1,4 +1,4 @@
-"""The models' training step without host-device syncs (issue 30) computes what it computed before, on the CPU:
+"""The models' training step without host-device syncs computes what it computed before, on the CPU:
 the weighted loss against the boolean-mask selection it replaced, every model's loss and gradients against the
 old computation, unpacked recurrent encoders on whole batches against packed ones, the masked BatchNorm's running
 statistics, FF2's R-Drop terms, and the pretrained encoders' word-piece cache, ready-made attention masks and
@@ -90,7 +90,7 @@ def old_pretrained_path(monkeypatch):
 
 
 def old_loss(model, batch, label_smoothing):
-    """The loss before issue 30: the real positions selected with the boolean mask (and FF2's R-Drop on them)."""
+    """The loss with syncs: the real positions selected with the boolean mask (and FF2's R-Drop on them)."""
     if getattr(model, "rdrop_alpha", 0) > 0 and model.training:
         from models.pretrained import SubwordBatch, place_words
 

@@ -1,4 +1,4 @@
-"""The Transformer's greedy decoding (issue 37): preallocated self-attention key/value caches written in place, the
+"""The Transformer's greedy decoding (GPU runs): preallocated self-attention key/value caches written in place, the
 memory's cross-attention keys/values projected once per batch, one position table. It must decode exactly what
 the decoding it replaced decoded: that algorithm (per-layer dict caches grown by concatenation, the cross-attention
 keys/values projected at the first position, the positions recomputed at every step) is kept below as the
@@ -23,7 +23,7 @@ SMALL = {"name": "transformer", "d_model": 32, "heads": 4, "ffn": 64, "encoder_l
 NUM_LABELS = 4
 
 
-# -- the decoding before issue 37, verbatim but for `self` ------------------------------------------------------
+# -- the decoding before the preallocated caches, verbatim but for `self` --------------------------------------------
 
 def _old_attention(attention, query, key_value, *, key_mask=None, attention_mask=None, cache=None, static_kv=False):
     q = attention._split(attention.query(query)) / math.sqrt(attention.head_dim)

@@ -127,7 +127,7 @@ def test_read_json_of_a_missing_file(tmp_path):
 
 def test_run_facts_leave_the_metrics_for_the_stage_record(tmp_path, monkeypatch):
     """What DVC hashes is the same at every rerun: wall times, rates, peak memory and what this run made go to
-    logs/timings/STAGE.json instead (issue 22, item 3)."""
+    logs/timings/STAGE.json instead, so that the figures reproduce to the byte."""
     monkeypatch.setattr(stage.StageRecord, "facts", {})
     monkeypatch.setattr(stage.StageRecord, "started", None)
     monkeypatch.setenv("DVC_STAGE", "train@blstm")

@@ -1,4 +1,4 @@
-"""Speech that helps on real speech (issue 15): the pause model, simulated cues, a model that reads timing cues,
+"""Speech that helps on real speech: the pause model, simulated cues, a model that reads timing cues,
 ``punctuate --alignment/--audio``, the default models of params.yaml and the real-speech evaluation stage."""
 
 from __future__ import annotations

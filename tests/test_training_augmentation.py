@@ -1,4 +1,4 @@
-"""Issue 41's training levers: ASR-style noise on the training batches (Alam et al. 2020) and jittered window
+"""The ASR-robustness training levers: ASR-style noise on the training batches (Alam et al. 2020) and jittered window
 starts (Shi et al. 2021) -- their statistics, labels, determinism, and that off means the batches and plans of
 before, to the byte."""
 
@@ -205,7 +205,7 @@ def test_bad_lever_settings_are_refused(change, message):
 # ------------------------------------------------------------------------------------------------ window plans
 
 def legacy_plan(num_tokens, seq_len, batch_size, seed, epoch):
-    """epoch_plan as it was before window_jitter (the commit before issue 41's levers)."""
+    """epoch_plan as it was before window_jitter (the commit before the ASR-robustness levers)."""
     rng = np.random.default_rng([seed, epoch])
     offset = int(rng.integers(seq_len)) if num_tokens > 2 * seq_len else 0
     starts = np.arange(offset, max(num_tokens - seq_len, 0) + 1, seq_len)

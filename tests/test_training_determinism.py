@@ -1,4 +1,4 @@
-"""Same seed, same bytes on the CPU (issue 30): a run repeated in a fresh process at two threads writes the same
+"""Same seed, same bytes on the CPU: a run repeated in a fresh process at two threads writes the same
 weights to the byte, for the BLSTM speech model tuned from its text model (timing cues concatenated to the word
 vectors, :mod:`training.warm_start`), for the Transformer (relative position bias, dropout) and for WRN-BLSTM (fused
 BatchNorm on whole windows, a BLSTM); and the trainer's

@@ -1,4 +1,4 @@
-"""``train.compile: graph`` (issue 37): the whole training step replayed as a CUDA graph, checked on the CPU.
+"""``train.compile: graph``: the whole training step replayed as a CUDA graph, checked on the CPU.
 
 Every paper run (:data:`paper_runs.records.PAPER_RUNS` with its ``paper`` profile settings, as ``paper_runs.step_ops``
 reads them, at reduced width and on 10-token windows) is checked for what a capture needs, everything but the

@@ -1,4 +1,4 @@
-"""No training step waits for the GPU (issue 30): every experiment of params.yaml, at the ``paper`` profile's sizes
+"""No training step waits for the GPU (GPU leases): every experiment of params.yaml, at the ``paper`` profile's sizes
 (those the GPU kit trains), trains through the loop with CUDA's sync debug mode set to fail, on word vectors and
 (the Transformer) on learned embeddings of token ids; and a dev evaluation waits for the device a fixed number of
 times whatever its number of batches. Without a GPU only the host-side part runs (which batches the trainer marks
