@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.make_venv:
         names = {spec.split("=")[0].split("[")[0] for spec in args.package}
         python = make_venv(args.make_venv, [*args.package, *(p for p in VENV_PACKAGES if p.split("=")[0] not in names)])
-    work = args.work or Path(tempfile.mkdtemp(prefix="gpu_kit_rehearsal."))
+    work = args.work or Path(tempfile.mkdtemp(prefix="paper_runs_rehearsal."))
     if work.exists() and any(work.iterdir()):
         print(f"error: {work} is not empty", file=sys.stderr)
         return 2

@@ -50,9 +50,9 @@ def total_minutes(records: dict[str, dict[str, Any]]) -> float:
 
 def run_time_line(records: dict[str, dict[str, Any]], *, machine: str, setup_seconds: float | None = None) -> str:
     """The README's line: how long the default pipeline took end to end, and where."""
-    setup = f" after a {setup_seconds:.0f} s set-up" if setup_seconds else ""
-    return (f"Measured on a fresh clone: `dvc repro` **{total_minutes(records):.1f} min**{setup} on {machine} "
-            "(each stage: [docs/benchmarks.md](docs/benchmarks.md#how-long-the-default-pipeline-takes)).\n")
+    setup = f" (set-up {setup_seconds:.0f} s before it)" if setup_seconds else ""
+    return (f"The default `dvc repro` takes **{total_minutes(records):.1f} min**{setup} on {machine} (each stage: "
+            "[docs/benchmarks.md](docs/benchmarks.md#how-long-the-default-pipeline-takes)).\n")
 
 
 def stage_times_markdown(records: dict[str, dict[str, Any]], *, machine: str) -> str:

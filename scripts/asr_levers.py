@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,14 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "combine_stride25": ("logits summed, windows every 25 tokens (4 per token)",
                          {"decode_combine": "sum", "decode_stride": 25}),
     "all": ("augment + jitter + combine", {"augment_rate": 0.15, "window_jitter": 25, "decode_combine": "sum"}),
+    "combine_decode": ("the baseline's model decoded with logits summed (stride 50), no retraining",
+                       {"decode_combine": "sum"}),
+    "combine_decode_stride25": ("the baseline's model decoded with logits summed, windows every 25 tokens",
+                                {"decode_combine": "sum", "decode_stride": 25}),
 }
+#: runs that decode the baseline's model of the same seed again instead of training (their levers change only the
+#: model directory's recorded decoding; model selection on dev stays the baseline's)
+DECODE_ONLY = ("combine_decode", "combine_decode_stride25")
 DEFAULT_RUNS = ("baseline", "augment", "jitter", "combine", "all")
 CLASSES = ("COMMA", "PERIOD", "QUESTION")
 
@@ -71,14 +79,56 @@ def run_configs(params: dict, run: str, train_sets: dict, model_sets: dict) -> d
     return configs
 
 
-def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
-    """Both phases of ``run`` with ``seed`` (resumable), then the tuned model scored on ``args.splits``."""
+def decoded_again(baseline_dir: Path, run: str, work: Path) -> Path:
+    """A copy of the baseline's model directory whose config records ``run``'s decoding instead (files linked)."""
+    target = work / TUNING / "model"
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    for path in baseline_dir.iterdir():
+        if path.name != "config.json":
+            (target / path.name).symlink_to(path.resolve(), target_is_directory=path.is_dir())
+    config = json.loads((baseline_dir / "config.json").read_text(encoding="utf-8"))
+    config["train"] = {**config["train"], **RUNS[run][1]}
+    (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+def score(params: dict, model_dir: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     from evaluation.benchmark import evaluate_model
+
+    scores = evaluate_model(model_dir, args.prepared, work / "predictions", splits=list(args.splits),
+                            batch_size=int(params["evaluate"]["batch_size"]), device=args.device)
+    return {split: scores[split] for split in args.splits}
+
+
+def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Both phases of ``run`` with ``seed`` (resumable), then the tuned model scored on ``args.splits``.
+
+    A decode-only run (:data:`DECODE_ONLY`) scores the baseline's model of ``seed`` decoded its way; the baseline
+    of the params' own seed is the pipeline's model when ``--baseline-model`` names it (training it again here
+    would give the same bytes on the CPU)."""
     from training import train_model
 
-    configs = run_configs(params, run, {**dict(args.train_set), "seed": seed}, dict(args.model_set))
-    window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
     work = args.work / f"{run}_seed{seed}"
+    if run in DECODE_ONLY:
+        baseline = json.loads((args.out / "runs" / f"baseline_seed{seed}.json").read_text(encoding="utf-8"))
+        model_dir = decoded_again(Path(baseline["model_dir"]), run, work)
+        return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
+                "phases": baseline["phases"], "scores": score(params, model_dir, work, args)}
+    configs = run_configs(params, run, {**dict(args.train_set), "seed": seed}, dict(args.model_set))
+    if run == "baseline" and args.baseline_model and seed == int(experiment_config(params, EXPERIMENT)[1]["seed"]):
+        model_dir = args.baseline_model
+        recorded = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        from training.config import TrainConfig
+
+        if TrainConfig.from_mapping(recorded["train"]) != TrainConfig.from_mapping(configs[TUNING][1]):
+            raise SystemExit(f"error: {model_dir} was not trained with the baseline's settings")
+        phases = {TUNING: {"train": recorded["train"], "metrics": recorded.get("metrics", {}), "timings": {}},
+                  EXPERIMENT: {"train": configs[EXPERIMENT][1], "metrics": recorded.get("metrics", {}), "timings": {}}}
+        return {"run": run, "seed": seed, "what": RUNS[run][0] + " (the pipeline's own model)", "levers": {},
+                "model_dir": str(model_dir), "phases": phases, "scores": score(params, model_dir, work, args)}
+    window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
     trained = {}
     for phase, features, init_from in ((EXPERIMENT, args.features, None),
                                        (TUNING, args.tuning_features, work / EXPERIMENT / "model")):
@@ -89,10 +139,8 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
             raise RuntimeError(f"{run} seed {seed}: {phase} did not complete")
         trained[phase] = {"train": train, "metrics": result.metrics, "timings": result.timings}
     model_dir = work / TUNING / "model"
-    scores = evaluate_model(model_dir, args.prepared, work / "predictions", splits=list(args.splits),
-                            batch_size=int(params["evaluate"]["batch_size"]), device=args.device)
     return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
-            "phases": trained, "scores": {split: scores[split] for split in args.splits}}
+            "phases": trained, "scores": score(params, model_dir, work, args)}
 
 
 def table(results: list[dict], splits: list[str]) -> str:
@@ -141,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prepared", type=Path, default=Path("data/prepared"), help="the scored splits' words")
     parser.add_argument("--splits", nargs="+", default=["dev"], help="splits scored (dev; ref asr: only at the end)")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--baseline-model", type=Path,
+                        help=f"the pipeline's own {TUNING} model directory: the baseline of params' seed, not retrained")
     parser.add_argument("--work", type=Path, default=Path("runs/asr_levers"), help="the trained models")
     parser.add_argument("--out", type=Path, default=Path("reports/asr_levers"), help="the results (JSON, markdown)")
     parser.add_argument("--train-set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",

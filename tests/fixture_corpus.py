@@ -100,3 +100,24 @@ def write_train_talks(prepared: Path, talks: dict[str, str]) -> None:
         labels += l
     write_iwslt(prepared / "train.tsv", words, labels)
     (prepared / "train_talks.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_cue_caches(root: Path, *, sentences_per_talk: int, train_tokens: int, words_name: str,
+                     ids_name: str | None = None) -> Path:
+    """A tiny corpus's feature caches under ``root``: word vectors (``words_name``), optionally token ids alone
+    (``ids_name``: learned embeddings), and word vectors with two timing-cue-like columns concatenated (``cues``:
+    the speech inputs' layout)."""
+    from embeddings.cache import build_feature_cache
+    from tests.helpers import write_word2vec_text
+
+    corpus = write_prepared_corpus(root / "corpus", root / "prepared", talks=8, sentences_per_talk=sentences_per_talk,
+                                   train_tokens=train_tokens)
+    words = [line.split()[0] for line in corpus["vectors"].read_text().splitlines()[1:]]
+    cues = write_word2vec_text(root / "cues.txt", {w: list(np.random.default_rng(0).random(2)) for w in words})
+    word_source = {"type": "word2vec-text", "path": str(corpus["vectors"])}
+    build_feature_cache(root / "prepared", root / words_name, word_source=word_source, oov="random")
+    if ids_name is not None:
+        build_feature_cache(root / "prepared", root / ids_name, word_source={"type": "none"}, oov="random")
+    build_feature_cache(root / "prepared", root / "cues", word_source=word_source, oov="random",
+                        speech_source={"type": "word2vec-text", "path": str(cues)}, combine="concat")
+    return root

@@ -382,11 +382,11 @@ def test_the_rehearsal_runs_the_kit_as_the_gpu_machine_would(inputs, kit, tmp_pa
     """Only what travels, in an empty folder with no ../shared and no network: the lease's one command (launch,
     measure, collect), collect until every run is recorded, the tarball within its limits, a second launch starting
     nothing, the import of records and rates."""
-    from paper_runs import rehearsal as gpu_kit_rehearsal
+    from paper_runs import rehearsal
 
-    python = gpu_kit_rehearsal.default_python()
-    settings = ["max_steps=4", *gpu_kit_rehearsal.graph_settings()]  # graph mode asked, as the paper profile does
-    report = gpu_kit_rehearsal.rehearse(
+    python = rehearsal.default_python()
+    settings = ["max_steps=4", *rehearsal.graph_settings()]  # graph mode asked, as the paper profile does
+    report = rehearsal.rehearse(
         repo=REPO, kit=kit, work=tmp_path / "work", python=python, params=inputs / "params.yaml",
         settings=settings, measure_steps=2, timeout_s=1200)
     assert report["problems"] == [], "\n".join(report["problems"] + report["output"][-40:])

@@ -10,12 +10,11 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 
-from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_prepared_corpus
-from tests.helpers import REPO, write_word2vec_text
+from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_cue_caches
+from tests.helpers import REPO
 from training.execution import deterministic_on_cpu
 
 #: The pipeline's BLSTM layout (two layers, dropout between them) at a test's width.
@@ -49,18 +48,8 @@ print(json.dumps({f"{run}/{name}": hashlib.sha256((out / run / name).read_bytes(
 @pytest.fixture(scope="module")
 def caches(tmp_path_factory):
     """Word vectors alone, and with two timing-cue-like columns concatenated (as the word_pauses feature set)."""
-    from embeddings.cache import build_feature_cache
-
-    root = tmp_path_factory.mktemp("determinism")
-    corpus = write_prepared_corpus(root / "corpus", root / "prepared", talks=8, sentences_per_talk=12,
-                                   train_tokens=900)
-    words = [line.split()[0] for line in corpus["vectors"].read_text().splitlines()[1:]]
-    cues = write_word2vec_text(root / "cues.txt", {w: list(np.random.default_rng(0).random(2)) for w in words})
-    word_source = {"type": "word2vec-text", "path": str(corpus["vectors"])}
-    build_feature_cache(root / "prepared", root / "words", word_source=word_source, oov="random")
-    build_feature_cache(root / "prepared", root / "cues", word_source=word_source, oov="random",
-                        speech_source={"type": "word2vec-text", "path": str(cues)}, combine="concat")
-    return root
+    return write_cue_caches(tmp_path_factory.mktemp("determinism"), sentences_per_talk=12, train_tokens=900,
+                            words_name="words")
 
 
 def run_in_a_fresh_process(caches, out) -> dict[str, str]:

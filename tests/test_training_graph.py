@@ -34,8 +34,8 @@ from paper_runs import step_ops
 from experiments.params import experiment_config, load_params
 from models import build_model
 from paper_runs.records import PAPER_RUNS
-from tests.fixture_corpus import write_prepared_corpus
-from tests.helpers import REPO, write_word2vec_text
+from tests.fixture_corpus import write_cue_caches
+from tests.helpers import REPO
 from training import Budget, train_model
 from training import graph_step as graph_module
 from training import loop
@@ -80,19 +80,8 @@ def reduced(name: str) -> tuple[dict, dict, str]:
 def caches(tmp_path_factory):
     """A tiny corpus as word vectors, as token ids alone (learned embeddings) and as word vectors with two
     timing-cue-like columns concatenated (the speech inputs' layout)."""
-    from embeddings.cache import build_feature_cache
-
-    root = tmp_path_factory.mktemp("graph")
-    corpus = write_prepared_corpus(root / "corpus", root / "prepared", talks=8, sentences_per_talk=10,
-                                   train_tokens=360)
-    words = [line.split()[0] for line in corpus["vectors"].read_text().splitlines()[1:]]
-    cues = write_word2vec_text(root / "cues.txt", {w: list(np.random.default_rng(0).random(2)) for w in words})
-    word_source = {"type": "word2vec-text", "path": str(corpus["vectors"])}
-    build_feature_cache(root / "prepared", root / "vectors", word_source=word_source, oov="random")
-    build_feature_cache(root / "prepared", root / "ids", word_source={"type": "none"}, oov="random")
-    build_feature_cache(root / "prepared", root / "cues", word_source=word_source, oov="random",
-                        speech_source={"type": "word2vec-text", "path": str(cues)}, combine="concat")
-    return root
+    return write_cue_caches(tmp_path_factory.mktemp("graph"), sentences_per_talk=10, train_tokens=360,
+                            words_name="vectors", ids_name="ids")
 
 
 def with_short_last_batch(features, train: dict) -> dict:
