@@ -90,16 +90,45 @@ def decoded_again(baseline_dir: Path, run: str, work: Path) -> Path:
             (target / path.name).symlink_to(path.resolve(), target_is_directory=path.is_dir())
     config = json.loads((baseline_dir / "config.json").read_text(encoding="utf-8"))
     config["train"] = {**config["train"], **RUNS[run][1]}
+    if "decode_stride" in RUNS[run][1]:  # what the trainer records as the model's stride
+        config["stride"] = RUNS[run][1]["decode_stride"]
     (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return target
 
 
 def score(params: dict, model_dir: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The model's scores on ``args.splits``: dev on the whole of its cached tokens, as model selection decodes it
+    (the dev2012 text holds tokens such as ``--`` that ``punctuate`` reads as punctuation, so it is not a text to
+    punctuate); Ref and ASR through ``punctuate``'s decoding, as the evaluate stage scores them."""
     from evaluation.benchmark import evaluate_model
 
-    scores = evaluate_model(model_dir, args.prepared, work / "predictions", splits=list(args.splits),
-                            batch_size=int(params["evaluate"]["batch_size"]), device=args.device)
-    return {split: scores[split] for split in args.splits}
+    scores = {}
+    if "dev" in args.splits:
+        scores["dev"] = score_dev(model_dir, args.tuning_features, int(params["evaluate"]["batch_size"]))
+    tests = [split for split in args.splits if split != "dev"]
+    if tests:
+        done = evaluate_model(model_dir, args.prepared, work / "predictions", splits=tests,
+                              batch_size=int(params["evaluate"]["batch_size"]), device=args.device)
+        scores.update({split: done[split] for split in tests})
+    return scores
+
+
+def score_dev(model_dir: Path, features: Path, batch_size: int) -> dict[str, Any]:
+    """The whole dev split of ``features`` decoded by the model with its recorded windows and combining rule."""
+    import torch
+
+    from embeddings.store import load_split, load_split_words
+    from inference.model_dir import load_trained_model
+    from training.dev_eval import TokenSlice, evaluate_on_tokens
+
+    model, config = load_trained_model(model_dir, "cpu", traced=False)  # the dev loss needs the full encoder
+    train = config.get("train") or {}
+    dev = TokenSlice(load_split(features, "dev"), None,
+                     load_split_words(features, "dev") if getattr(model, "reads_words", False) else None)
+    result = evaluate_on_tokens(model, dev, window=int(config["window"]), stride=int(train.get("decode_stride")
+                                or config["stride"]), label_smoothing=0.0, device=torch.device("cpu"),
+                                batch_size=batch_size, combine=train.get("decode_combine", "centre"))
+    return result["scores"]
 
 
 def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import torch
 import yaml
 
 from embeddings.sources import file_sha256
-from pipeline import paper
+from paper_runs import __main__ as paper
 from paper_runs.records import PAPER_RUNS, missing_records
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from embeddings.cache import build_feature_cache
-from pipeline import paper
+from paper_runs import __main__ as paper
 from paper_runs import plan as gpu_plan, processes as gpu_runs
 from paper_runs.kit import ENCODER_PACKAGE, KIT_FILE, KitError, read_index, unpack_kit
 from paper_runs.records import PAPER_RUNS

@@ -97,14 +97,19 @@ def test_the_stage_time_table_comes_from_the_stage_records(tmp_path):
             ("evaluate@blstm", 4.2, "2026-11-25T10:03:45+00:00", {})):
         (records / f"{stage}.json").write_text(json.dumps({"stage": stage, "seconds": seconds, "finished": finished,
                                                            **extra}))
-    readme = tmp_path / "README.md"
-    readme.write_text("# T\n\n<!-- stage-times:start -->\nold\n<!-- stage-times:end -->\nafter\n")
-    assert stage_times_main(["--timings", str(records), "--readme", str(readme), "--machine", "2 cores"]) == 0
-    text = readme.read_text()
+    page, readme = tmp_path / "benchmarks.md", tmp_path / "README.md"
+    page.write_text("# T\n\n<!-- stage-times:start -->\nold\n<!-- stage-times:end -->\nafter\n")
+    readme.write_text("# R\n<!-- run-time:start -->\nold\n<!-- run-time:end -->\nrest\n")
+    assert stage_times_main(["--timings", str(records), "--page", str(page), "--readme", str(readme),
+                             "--machine", "2 cores", "--setup-seconds", "70"]) == 0
+    text = page.read_text()
     assert "**3.6 min** in all" in text and "2 cores; finished 2026-11-25" in text and "old" not in text
     assert "| prepare | 25 | evaluate@blstm | 4 |" in text
     assert "| train@blstm (23,512 tokens/s) | 188 |  |  |" in text
     assert text.endswith("<!-- stage-times:end -->\nafter\n")
+    line = readme.read_text()
+    assert "**3.6 min** (set-up 70 s before it) on 2 cores" in line and "old" not in line
+    assert line.startswith("# R\n<!-- run-time:start -->\nThe default `dvc repro`") and line.endswith("end -->\nrest\n")
     (records / "broken.json").write_text("{}")
     with pytest.raises(ValueError, match="broken.json: not a stage record"):
         read_stage_times(records)
