@@ -396,6 +396,12 @@ def test_the_rehearsal_runs_the_kit_as_the_gpu_machine_would(inputs, kit, tmp_pa
     if "compile=graph" in settings:  # asked for graph mode on a CPU: each record says it trained eagerly, and why
         assert all(r["run"]["step_mode"] == "eager" and r["run"]["step_mode_reason"]
                    for r in report["records"].values())
+    # the records were made by the rehearsal's interpreter (GPU_KIT_REHEARSAL_PYTHON: a venv with the GPU machine's
+    # torch 2.11.0 and transformers 5.17.0, made by `python -m paper_runs.rehearsal --make-venv DIR`)
+    versions = subprocess.run([python, "-c", "import torch, transformers; print(torch.__version__.split('+')[0], "
+                               "transformers.__version__)"], capture_output=True, text=True, check=True).stdout.split()
+    assert all([r["run"]["software"]["torch"].split("+")[0], r["run"]["software"]["transformers"]] == versions
+               for r in report["records"].values()), versions
     literal = report["records"]["transformer_word_literal"]["run"]["train"]
     assert literal["seq_len"] == 100 and literal["warmup_steps"] == 4000  # the thirteenth run's own reading
     assert sorted(report["rates"]["runs"]) == sorted(PAPER_RUNS)
