@@ -153,8 +153,10 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
 
         if TrainConfig.from_mapping(recorded["train"]) != TrainConfig.from_mapping(configs[TUNING][1]):
             raise SystemExit(f"error: {model_dir} was not trained with the baseline's settings")
+        source = Path((recorded.get("initialised_from") or {}).get("path", "")) / "config.json"  # its minilm
+        source_metrics = json.loads(source.read_text(encoding="utf-8")).get("metrics", {}) if source.is_file() else {}
         phases = {TUNING: {"train": recorded["train"], "metrics": recorded.get("metrics", {}), "timings": {}},
-                  EXPERIMENT: {"train": configs[EXPERIMENT][1], "metrics": recorded.get("metrics", {}), "timings": {}}}
+                  EXPERIMENT: {"train": configs[EXPERIMENT][1], "metrics": source_metrics, "timings": {}}}
         return {"run": run, "seed": seed, "what": RUNS[run][0] + " (the pipeline's own model)", "levers": {},
                 "model_dir": str(model_dir), "phases": phases, "scores": score(params, model_dir, work, args)}
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
@@ -198,9 +200,10 @@ def report(results: list[dict], splits: list[str], args: argparse.Namespace) -> 
     return (f"# The ASR-robustness levers on {', '.join(splits)}\n\n"
             f"Written by `python scripts/asr_levers.py` from `{args.out / 'runs'}`: `{EXPERIMENT}` "
             f"({'/'.join(map(str, steps[EXPERIMENT]))} steps) then `{TUNING}` "
-            f"({'/'.join(map(str, steps[TUNING]))} steps), each run's levers over both phases, scored through "
-            f"`punctuate`'s decoding (`evaluation.benchmark.evaluate_model`). F1 and SER in %; Δ F1 against the "
-            f"baseline of the same seed.\n\n" + table(results, splits)
+            f"({'/'.join(map(str, steps[TUNING]))} steps), each run's levers over both phases; dev scored on all "
+            f"its cached tokens as model selection decodes them, Ref and ASR through `punctuate`'s decoding "
+            f"(`evaluation.benchmark.evaluate_model`). F1 and SER in %; Δ F1 against the baseline of the same "
+            f"seed.\n\n" + table(results, splits)
             + "\n" + "\n".join(f"- `{name}`: {what}" for name, (what, _) in RUNS.items()
                                if any(r["run"] == name for r in results)) + "\n")
 
