@@ -155,9 +155,8 @@ def label_vector_segments(punctuator: Punctuator, vectors: np.ndarray, ids: np.n
     """One label per token of a split's cached model inputs, each span ``(start, end)`` labelled as a stream of its
     own (``punctuator.label_vectors`` of its rows, one span after the other), the windows of every span filling
     the model's batches together, as :func:`label_segments`."""
-    # the Punctuator's one decoding path over several streams (what label_vectors runs for one)
     streams = [(vectors[start:end], ids[start:end], words[start:end]) for start, end in spans if end > start]
-    return [label for labels in punctuator._decode(streams, False, progress) for label in labels]
+    return [label for labels in punctuator.label_vector_streams(streams, progress) for label in labels]
 
 
 def _label_cached(punctuator: Punctuator, features_dir: str | Path | None, split: str, tokens: int,

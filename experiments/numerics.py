@@ -54,28 +54,27 @@ FLOOR_FLAGS = ("avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe")
 _LIBRARIES = ("numpy", "torch", "scipy")
 
 
-def cpu_flags() -> set[str] | None:
-    """The CPU's feature flags from /proc/cpuinfo (None where that file does not exist)."""
+def _cpuinfo(field: str) -> str | None:
+    """The value of the first ``field`` line of /proc/cpuinfo ("" when there is none; None without the file)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
             for line in handle:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                if line.startswith(field):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         return None
-    return set()
+    return ""
+
+
+def cpu_flags() -> set[str] | None:
+    """The CPU's feature flags from /proc/cpuinfo (None where that file does not exist)."""
+    flags = _cpuinfo("flags")
+    return None if flags is None else set(flags.split())
 
 
 def cpu_model() -> str:
     """The CPU's model name (/proc/cpuinfo), or what :mod:`platform` knows."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 def why_not_pinned(environ: MutableMapping[str, str] | None = None) -> str | None:

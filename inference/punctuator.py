@@ -54,6 +54,7 @@ from corpus.labels import LABELS
 from corpus.user_text import UserText, model_tokens, render, split_user_text, word_labels
 from embeddings.cache import SPEECH_JSON, TokenEmbedder
 from embeddings.speech_sources import PAUSES, SpeechVectors, combine_vectors
+from embeddings.store import EMBEDDER_DIR
 from inference.device import choose_device
 from inference.model_dir import load_trained_model, to_device
 from inference.speech_input import match_timings, timing_raw
@@ -128,12 +129,12 @@ class Punctuator:
         model_dir = Path(model_dir)
         self.device = choose_device(device)  # a missing GPU is named before any file is opened
         self.model, self.config = load_trained_model(model_dir, device=str(self.device))
-        self.embedder = TokenEmbedder.load(model_dir / "embedder")
+        self.embedder = TokenEmbedder.load(model_dir / EMBEDDER_DIR)
         self.speech: SpeechVectors | None = None
         self.timing: SpeechVectors | None = None
         self.needs_audio = False
         self.combine = "sum"
-        speech_json = model_dir / "embedder" / SPEECH_JSON
+        speech_json = model_dir / EMBEDDER_DIR / SPEECH_JSON
         if speech_json.is_file():
             speech = json.loads(speech_json.read_text(encoding="utf-8"))
             self.combine = speech["combine"]
@@ -151,7 +152,7 @@ class Punctuator:
             else:
                 # type-level speech vectors: looked up by word, as in training (the model directory's own copy
                 # of them where the cache saved one)
-                self.speech = SpeechVectors.load_saved(model_dir / "embedder")
+                self.speech = SpeechVectors.load_saved(model_dir / EMBEDDER_DIR)
         self.window = window or int(self.config["window"])
         self.stride = stride or int(self.config["stride"])
         self.batch_size = batch_size
@@ -197,7 +198,13 @@ class Punctuator:
         themselves (read by models that tokenise text): the windows and batches every prediction goes through."""
         if len(ids) == 0:
             return []
-        return self._decode([(vectors, ids, words)], False, progress)[0]
+        return self.label_vector_streams([(vectors, ids, words)], progress)[0]
+
+    def label_vector_streams(self, streams: Sequence[tuple[np.ndarray, np.ndarray, Sequence[str]]],
+                             progress=None) -> list[list[str]]:
+        """:meth:`label_vectors` for several streams ``(vectors, ids, words)``, each labelled as a stream of its own,
+        their windows sharing the model's batches (each holds at least one token)."""
+        return self._decode(list(streams), False, progress)
 
     def _model_inputs(self, words: list[str], timing: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, list[str]]:
         if self.needs_audio:

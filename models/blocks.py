@@ -302,10 +302,7 @@ class TransformerDecoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor) -> torch.Tensor:
         read = self.after_self_attention.inputs(x)
         attended, _ = self.self_attention(read, read, attention_mask=causal_mask(x.size(1), device=x.device))
-        x = self.after_self_attention(x, attended)
-        attended, _ = self.cross_attention(self.after_cross_attention.inputs(x), memory, key_mask=memory_mask)
-        x = self.after_cross_attention(x, attended)
-        return self.after_feed_forward(x, self.feed_forward(self.after_feed_forward.inputs(x)))
+        return self._after_self_attention(x, attended, self.cross_attention.key_values(memory), memory_mask)
 
     def start_decoding(self, memory: torch.Tensor, length: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """The layer's decoding state for a batch of windows of ``length`` positions over ``memory`` (B, T, D):
@@ -326,9 +323,14 @@ class TransformerDecoderLayer(nn.Module):
         keys[:, :, position:position + 1] = k
         values[:, :, position:position + 1] = v
         attended, _ = self.self_attention.attend(read, keys[:, :, :position + 1], values[:, :, :position + 1])
+        return self._after_self_attention(x, attended, state["cross"], memory_mask)
+
+    def _after_self_attention(self, x: torch.Tensor, attended: torch.Tensor,
+                              cross: tuple[torch.Tensor, torch.Tensor], memory_mask: torch.Tensor) -> torch.Tensor:
+        """The rest of the layer after self-attention: cross-attention over the memory's projected keys/values
+        ``cross`` (:meth:`MultiHeadAttention.key_values`), then the feed-forward sublayer."""
         x = self.after_self_attention(x, attended)
-        attended, _ = self.cross_attention.attend(self.after_cross_attention.inputs(x), *state["cross"],
-                                                  key_mask=memory_mask)
+        attended, _ = self.cross_attention.attend(self.after_cross_attention.inputs(x), *cross, key_mask=memory_mask)
         x = self.after_cross_attention(x, attended)
         return self.after_feed_forward(x, self.feed_forward(self.after_feed_forward.inputs(x)))
 

@@ -30,7 +30,7 @@ import torch
 
 from corpus.labels import NO_MARK_ID
 from embeddings.embedder import TokenEmbedder
-from embeddings.store import SPEECH_JSON
+from embeddings.store import EMBEDDER_DIR, SPEECH_JSON
 from embeddings.vocab import UNK, UNK_ID
 from inference.windows import make_batch
 from training.config import LR_SCHEDULES
@@ -183,7 +183,7 @@ def asr_noise(config, features_dir, model) -> AsrNoise | None:
     token's vector, its ``speech.json`` the layout of the speech columns)."""
     if not config.augment_rate:
         return None
-    embedder_dir = Path(features_dir) / "embedder"
+    embedder_dir = Path(features_dir) / EMBEDDER_DIR
     unk_vector = TokenEmbedder.load(embedder_dir).embed([UNK]).vectors[0]
     speech_columns = "none"
     if (embedder_dir / SPEECH_JSON).is_file():

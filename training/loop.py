@@ -43,7 +43,7 @@ from torch import nn
 from tqdm import tqdm
 
 from corpus.labels import LABELS
-from embeddings.store import load_split, load_split_words
+from embeddings.store import EMBEDDER_DIR, load_split, load_split_words
 from models import build_model
 from training.batches import TokenStore, asr_noise, epoch_plan, lr_schedule, real_tokens, schedule_steps
 from training.checkpoints import TrainingLock, atomic_torch_save, load_checkpoint, previous_path, training_fingerprint
@@ -162,7 +162,7 @@ class _Run:
 
         train = load_split(features_dir, "train")
         self.vector_dim = int(train.vectors.shape[1])
-        with open(features_dir / "embedder" / "vocab.txt", encoding="utf-8") as handle:
+        with open(features_dir / EMBEDDER_DIR / "vocab.txt", encoding="utf-8") as handle:
             self.vocab_size = sum(1 for _ in handle)
         self.model = model = build_model(model_config, num_labels=len(LABELS), vector_dim=self.vector_dim,
                                          vocab_size=self.vocab_size)
@@ -490,7 +490,7 @@ class _Run:
                   "vector_dim": self.vector_dim, "vocab_size": self.vocab_size, "window": self.window,
                   "stride": self.stride, "fingerprint": self.fingerprint,
                   **({} if self.warm_start is None else {"initialised_from": self.warm_start}), "metrics": metrics}
-        write_model_dir(self.out_dir, model=self.model, weights=source, embedder=self.features_dir / "embedder",
+        write_model_dir(self.out_dir, model=self.model, weights=source, embedder=self.features_dir / EMBEDDER_DIR,
                         history=state["history"], config=config)
         return TrainResult(model_dir=self.out_dir, metrics=metrics, timings=timings, seconds=self._seconds())
 
