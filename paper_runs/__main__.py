@@ -1,6 +1,6 @@
 """The paper-profile runs on a GPU, one record each (``metrics/paper/NAME.json``), and their report.
 
-The GPU kit (docs/method.md, "GPU kit"): the runs on GPU machines lent 15 minutes at a time, records accumulating::
+The GPU kit (paper_runs/README.md): the runs on GPU machines lent 15 minutes at a time, records accumulating::
 
     python -m paper_runs speech2vec           # here, once: Speech2Vec covering the training vocabulary
     python -m paper_runs plan                 # here: which runs the next lease starts, at the best known rates

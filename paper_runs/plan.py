@@ -1,6 +1,6 @@
 """The time plan of the paper runs in one GPU lease: which runs end their schedules in it, and why.
 
-Every figure comes from params (``gpu_kit``; docs/method.md, "GPU kit", gives what they rest on) or from the
+Every figure comes from params (``gpu_kit``; paper_runs/README.md, gives what they rest on) or from the
 rates earlier leases measured (``metrics/gpu/leases``, :mod:`paper_runs.rates`):
 
 * **the training deadline** (:func:`lease_budget`) is derived from the lease, never set beside it: the lease less
@@ -49,7 +49,7 @@ def step_mode(train: dict[str, Any]) -> str:
 
 
 def graph_step_s(kit: dict[str, Any], experiment: str, train: dict[str, Any]) -> float | None:
-    """GPU seconds of one training step of ``experiment`` with ``train``'s batch, derived (docs/method.md):
+    """GPU seconds of one training step of ``experiment`` with ``train``'s batch, derived (paper_runs/README.md):
     ``kernels x kernel_us + MFLOP/token x tokens / tflops + recurrent layers x window x 2 x recurrent_step_us``.
     Replayed as one CUDA graph, this is the step's time; run eagerly, it is what the step keeps the GPU busy."""
     graph = kit["graph"]
@@ -217,8 +217,8 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_
         lines.append("Runs planned as eager ask for `compile` other than `graph` in their settings (`--mode graph` "
                      "plans them as graph mode).")
     lines += ["", "Rates: *assumed* eager rates are `gpu_kit.assumed_steps_per_s`; *derived* graph rates are one step's "
-              "GPU time, `gpu_kit.graph` (kernels x kernel_us + arithmetic + recurrent time steps; docs/method.md, "
-              "\"GPU kit\"); *measured* ones are the best of `metrics/gpu/leases` for the run (else its experiment at "
+              "GPU time, `gpu_kit.graph` (kernels x kernel_us + arithmetic + recurrent time steps; "
+              "paper_runs/README.md); *measured* ones are the best of `metrics/gpu/leases` for the run (else its experiment at "
               "the same batch) and mode. Ends include each run's start (`run_start_s`) and its dev evaluations "
               "(`dev_eval_s` each, or the fewest seconds a lease measured)."]
     return "\n".join(lines) + "\n"

@@ -1,6 +1,6 @@
 """The paper runs side by side on one borrowed GPU machine: their inputs, processes, status and tarball.
 
-The machine is lent briefly (docs/method.md, "GPU kit"): every run must train there at once, outlive the command
+The machine is lent briefly (paper_runs/README.md): every run must train there at once, outlive the command
 that started it, and be looked at by later commands, which bring back one small file. Here:
 
 * :func:`kit_inputs` -- what the paper runs read and where it is here (a feature set that ``dvc repro`` left

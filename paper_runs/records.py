@@ -9,7 +9,7 @@ records beside the published figures (``reporting/published.yaml``) and beside t
 per class, with SER, and says plainly which records are missing.
 
 ``python -m paper_runs run NAME`` makes one; the GPU kit (``pack`` here, ``launch``/``collect`` there, ``import``
-here: docs/method.md, "GPU kit") makes them on borrowed GPU machines, lease by lease.
+here: paper_runs/README.md) makes them on borrowed GPU machines, lease by lease.
 """
 
 from __future__ import annotations
@@ -272,7 +272,7 @@ def paper_markdown(records: dict[str, dict[str, Any]], published: dict[str, Any]
     if missing:
         lines += [f"**Missing records ({len(missing)} of {len(names)}): {', '.join(missing)}.** No result is shown for "
                   f"these: `{records_dir}/NAME.json` does not exist yet. The GPU kit makes them on a borrowed GPU "
-                  "machine (docs/method.md, \"GPU kit\").", ""]
+                  "machine (paper_runs/README.md).", ""]
     else:
         lines += [f"All {len(names)} records present.", ""]
     partial = [name for name in names if name in records and not records[name]["run"].get("full_schedule")]

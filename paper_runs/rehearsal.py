@@ -1,4 +1,4 @@
-"""Rehearse a GPU lease on the CPU: fails where the GPU kit would fail on the GPU machine (docs/method.md, "GPU kit").
+"""Rehearse a GPU lease on the CPU: fails where the GPU kit would fail on the GPU machine (paper_runs/README.md).
 
     python -m paper_runs.rehearsal                        # the kit in gpu_kit/, the project's Python
     python -m paper_runs.rehearsal --make-venv /tmp/gpuvenv   # first a venv with the GPU machine's versions

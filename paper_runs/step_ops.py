@@ -4,7 +4,7 @@
     python -m paper_runs.step_ops --runs wrn,wrn_blstm --json
 
 The paper runs on a shared GPU are bound by kernel launches and by waits for the device, not by arithmetic
-(docs/method.md, "GPU kit"), so how many operators a step dispatches is the lever on their steps/s that a CPU
+(paper_runs/README.md), so how many operators a step dispatches is the lever on their steps/s that a CPU
 can measure. One step is what the trainer does (``training.loop``): the batch cut by
 :func:`training.dev_eval.cut_batch` (32 whole windows, so no padding), forward and loss, backward, gradient
 clipping and Adam, as on CUDA (the multi-tensor clipping, the fused Adam), counted by a ``TorchDispatchMode``

@@ -62,7 +62,7 @@ def _paper_coverage_section(coverage: dict, default_vocabulary: int) -> str:
         "", "## The paper runs' Speech2Vec: vocabulary coverage", "",
         "The `paper` profile's speech and word+speech inputs read another Speech2Vec (`gpu_kit.speech2vec_dir`), "
         "learned the same way from synthetic audio of training sentences chosen to cover the training set's word "
-        "types (`python -m paper_runs speech2vec`; docs/method.md, \"GPU kit\"). From "
+        "types (`python -m paper_runs speech2vec`; paper_runs/README.md). From "
         "`reports/paper_speech2vec/coverage.json`:", "",
         "| | |", "|---|---|",
         f"| training tokens / word types | {selection['training_tokens']:,} / {selection['training_types']:,} |",
