@@ -1,7 +1,7 @@
 """The three ASR-robustness levers, each alone and together, on dev: `punctuate`'s text model trained as the pipeline
 trains it (experiment ``minilm``, then its tuning ``minilm_words``), with the same seed and step budget per run.
 
-    python scripts/asr_levers.py [--runs baseline augment jitter combine all] [--seeds 1 2]
+    python scripts/asr_levers.py [--runs baseline augment jitter combine all] [--seeds 1 2] [--report-only]
                                  [--features data/features] [--tuning-features data/feature_sets/word]
                                  [--prepared data/prepared] [--work runs/asr_levers] [--out reports/asr_levers]
                                  [--splits dev] [--train-set KEY=VALUE ...] [--model-set KEY=VALUE ...]
@@ -23,8 +23,8 @@ file's own): the same seed, steps and data for every run. The levers:
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
 test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:
 ``punctuate``'s decoding path). Each run's result is a JSON file in ``--out/runs`` (a run whose file exists is
-not run again, and an interrupted training resumes from its checkpoint in ``--work``); ``--out/levers.json`` and
-``--out/levers.md`` hold them all, each beside the baseline of the same seed. Needs the default pipeline's
+not run again, and an interrupted training resumes from its checkpoint in ``--work``); ``--out/levers.json``,
+``--out/levers.md`` and its figure ``--out/levers.png`` hold them all, each beside the baseline of the same seed. Needs the default pipeline's
 ``data/features``, ``data/feature_sets/word`` and ``data/prepared`` (``dvc repro embed_set@word``). On 2 CPU
 cores a run takes about as long as ``minilm`` and ``minilm_words`` in ``dvc repro`` (~15 min) plus its scoring.
 """
@@ -185,17 +185,99 @@ def table(results: list[dict], splits: list[str]) -> str:
         levers = ", ".join(f"{k}={v}" for k, v in result["levers"].items()) or "–"
         row = [result["run"], str(result["seed"]), levers]
         for split in splits:
-            scores = result["scores"][split]
+            scores = result["scores"].get(split)
+            if scores is None:  # a test split is scored only for the setting chosen on dev (and its baseline)
+                row += ["–"] * (3 + len(CLASSES))
+                continue
             f1 = 100 * scores["OVERALL"]["f1"]
             base = baseline.get(result["seed"])
-            delta = f"{f1 - 100 * base['scores'][split]['OVERALL']['f1']:+.1f}" if base else "–"
+            delta = (f"{f1 - 100 * base['scores'][split]['OVERALL']['f1']:+.1f}"
+                     if base and split in base["scores"] else "–")
             row += [f"{f1:.1f}", f"{100 * scores['SER']:.1f}", *(f"{100 * scores[c]['f1']:.1f}" for c in CLASSES),
                     delta]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
 
-def report(results: list[dict], splits: list[str], args: argparse.Namespace) -> str:
+def plot(results: list[dict], splits: list[str], path: Path) -> None:
+    """One panel per split, over the runs scored on it: each run's F1 per seed (a point each, its mean a bar), the
+    baseline's seeds as dashed lines, so a lever's change is read against the spread of seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(split, list(dict.fromkeys(r["run"] for r in results if split in r["scores"]))) for split in splits]
+    panels = [(split, runs) for split, runs in panels if runs]
+    widths = [max(len(runs), 2) for _, runs in panels]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 0.45 * max(widths) + 1.6), squeeze=False,
+                             gridspec_kw={"width_ratios": [1] * len(panels)})
+    for ax, (split, runs) in zip(axes[0], panels):
+        scored = [r for r in results if split in r["scores"]]
+        for row, run in enumerate(runs):
+            f1 = [100 * r["scores"][split]["OVERALL"]["f1"] for r in scored if r["run"] == run]
+            ax.barh(row, sum(f1) / len(f1), height=0.6, color="C0" if run == "baseline" else "C1", alpha=0.35)
+            ax.scatter(f1, [row] * len(f1), color="k", s=14, zorder=3)
+        every = [100 * r["scores"][split]["OVERALL"]["f1"] for r in scored]
+        for r in scored:
+            if r["run"] == "baseline":
+                ax.axvline(100 * r["scores"][split]["OVERALL"]["f1"], color="C0", ls="--", lw=1)
+        ax.set_xlim(min(every) - 1.5, max(every) + 1.0)
+        ax.set_yticks(range(len(runs)), runs)
+        ax.set_ylim(max(len(runs), 3) - 0.5, -0.5)  # a panel of one run keeps a bar of the same height
+        ax.set(xlabel=f"{split} F1 (%), micro-averaged", title=f"{split}: each point a seed, bar the mean")
+        ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+#: runs whose decoding does more work than the baseline's (``punctuate`` must stay within 20 % of its speed)
+DECODING_COST = {"combine_stride25": 2.0, "combine_decode_stride25": 2.0}
+
+
+def verdicts(results: list[dict], split: str = "dev") -> list[str]:
+    """What each lever's runs say on ``split``: its change against the baseline of the same seed, per seed. A lever
+    is kept only when it raised F1 on every seed of at least two, and decodes within 1.2x the baseline's work."""
+    baseline = {r["seed"]: 100 * r["scores"][split]["OVERALL"]["f1"] for r in results
+                if r["run"] == "baseline" and split in r["scores"]}
+    lines = []
+    for run in dict.fromkeys(r["run"] for r in results if r["run"] != "baseline"):
+        deltas = [100 * r["scores"][split]["OVERALL"]["f1"] - baseline[r["seed"]] for r in results
+                  if r["run"] == run and r["seed"] in baseline and split in r["scores"]]
+        if not deltas:
+            continue
+        mean = sum(deltas) / len(deltas)
+        said = ", ".join(f"{d:+.1f}" for d in deltas)
+        if DECODING_COST.get(run, 1.0) > 1.2:
+            why = f"not kept: {DECODING_COST[run]:g}x the decoding work"
+        elif any(d <= 0 for d in deltas):
+            why = "not kept: did not raise F1" + (" on every seed" if len(deltas) > 1 else "")
+        elif len(deltas) < 2:
+            why = "not kept yet: one seed"
+        else:
+            why = "**kept**"
+        lines.append(f"- `{run}`: {split} Δ F1 {said} (seed{'s' if len(deltas) > 1 else ''} "
+                     f"{', '.join(str(r['seed']) for r in results if r['run'] == run and r['seed'] in baseline)}; "
+                     f"mean {mean:+.2f}): {why}")
+    spread = sorted(baseline.values())
+    head = (f"The baseline itself over {len(spread)} seeds: {' / '.join(f'{f:.1f}' for f in spread)} ({split} F1). "
+            if len(spread) > 1 else "")
+    return [head + "A lever is kept when it raised dev F1 on every seed of at least two and decodes within 1.2x "
+            "the baseline's work (`punctuate`'s speed):", "", *lines]
+
+
+def split_tables(results: list[dict], splits: list[str]) -> list[tuple[list[dict], list[str]]]:
+    """The rows and columns of each table: dev for every run, then the test splits for the runs scored on them
+    (the setting chosen on dev and its baseline)."""
+    tests = [split for split in splits if split != "dev"]
+    tables = [(results, ["dev"])] if "dev" in splits else []
+    scored = [r for r in results if all(split in r["scores"] for split in tests)]
+    return tables + ([(scored, tests)] if tests and scored else [])
+
+
+def report(results: list[dict], splits: list[str], args: argparse.Namespace, figure: str | None = None) -> str:
     steps = {phase: sorted({r["phases"][phase]["metrics"]["steps"] for r in results}) for phase in (EXPERIMENT, TUNING)}
     return (f"# The ASR-robustness levers on {', '.join(splits)}\n\n"
             f"Written by `python scripts/asr_levers.py` from `{args.out / 'runs'}`: `{EXPERIMENT}` "
@@ -203,9 +285,11 @@ def report(results: list[dict], splits: list[str], args: argparse.Namespace) -> 
             f"({'/'.join(map(str, steps[TUNING]))} steps), each run's levers over both phases; dev scored on all "
             f"its cached tokens as model selection decodes them, Ref and ASR through `punctuate`'s decoding "
             f"(`evaluation.benchmark.evaluate_model`). F1 and SER in %; Δ F1 against the baseline of the same "
-            f"seed.\n\n" + table(results, splits)
+            f"seed.\n\n" + (f"![F1 per run and seed]({figure})\n\n" if figure else "")
+            + "\n".join(table(chosen, chosen_splits) for chosen, chosen_splits in split_tables(results, splits))
             + "\n" + "\n".join(f"- `{name}`: {what}" for name, (what, _) in RUNS.items()
-                               if any(r["run"] == name for r in results)) + "\n")
+                               if any(r["run"] == name for r in results)) + "\n"
+            + ("\n## What is kept\n\n" + "\n".join(verdicts(results)) + "\n" if "dev" in splits else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,23 +313,39 @@ def main(argv: list[str] | None = None) -> int:
                         help="a train setting over both phases of every run (e.g. max_steps=100: the same budget)")
     parser.add_argument("--model-set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",
                         help="a model setting over both phases (e.g. pretrained=/path/to/checkpoint)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="train nothing: the report of every run already in --out/runs")
     args = parser.parse_args(argv)
     params = load_params(args.params, profile=args.profile)
+    if args.report_only:
+        done = {path.stem for path in (args.out / "runs").glob("*_seed*.json")}
+        seeds = sorted({int(name.rsplit("_seed", 1)[1]) for name in done})
+        args.seeds, args.runs = seeds, [run for run in RUNS if any(f"{run}_seed{seed}" in done for seed in seeds)]
     results = []
     for seed in args.seeds:
         for run in args.runs:
             path = args.out / "runs" / f"{run}_seed{seed}.json"
+            if args.report_only and not path.is_file():
+                continue
             if not path.is_file():
                 print(f"== {run}, seed {seed}: {RUNS[run][0]}", flush=True)
                 result = train_and_score(params, run, seed, args)
                 atomic_write_text(path, json.dumps(result, indent=1, default=str) + "\n")
             result = json.loads(path.read_text(encoding="utf-8"))
             missing = [split for split in args.splits if split not in result["scores"]]
-            if missing:
-                raise SystemExit(f"error: {path} has no scores for {', '.join(missing)}: remove it to run again")
+            if missing and not args.report_only:  # its model scored on them now (a test split: once chosen on dev)
+                if not Path(result["model_dir"], "config.json").is_file():
+                    raise SystemExit(f"error: {path} has no scores for {', '.join(missing)} and its model "
+                                     f"{result['model_dir']} is gone: remove {path} to train it again")
+                print(f"== {run}, seed {seed}: scoring {', '.join(missing)}", flush=True)
+                result["scores"].update(score(params, Path(result["model_dir"]), args.work / f"{run}_seed{seed}",
+                                              argparse.Namespace(**{**vars(args), "splits": missing})))
+                atomic_write_text(path, json.dumps(result, indent=1, default=str) + "\n")
             results.append(result)
+    results.sort(key=lambda result: (list(RUNS).index(result["run"]), result["seed"]))  # a run's seeds together
     atomic_write_text(args.out / "levers.json", json.dumps(results, indent=1, default=str) + "\n")
-    text = report(results, list(args.splits), args)
+    plot(results, list(args.splits), args.out / "levers.png")
+    text = report(results, list(args.splits), args, figure="levers.png")
     atomic_write_text(args.out / "levers.md", text)
     print(text)
     return 0

@@ -1,7 +1,8 @@
-"""Shared test helpers: model batches and training checks, word-vector files."""
+"""Shared test helpers: model batches and training checks, word-vector files, the scripts as modules."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -91,3 +92,11 @@ def imported_after(statement: str, modules: tuple[str, ...]) -> list[str]:
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.splitlines()[-1])
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` imported as a module (the scripts are not a package: each runs as a file)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

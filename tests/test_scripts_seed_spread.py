@@ -3,25 +3,15 @@ reports computed from them."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import load_script
+
 TALKS = ["TalkA", "TalkB"]
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("seed_spread", REPO / "scripts" / "seed_spread.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-seed_spread = load_script()
+seed_spread = load_script("seed_spread")
 
 
 def scores(f1, period=None):

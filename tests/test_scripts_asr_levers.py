@@ -1,0 +1,145 @@
+"""scripts/asr_levers.py: each run's levers put over both phases of the text model, its table against the baseline
+of the same seed, and its figure."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from experiments.params import load_params
+from tests.helpers import REPO, load_script
+
+asr_levers = load_script("asr_levers")
+
+
+def scores(f1, comma=None):
+    cls = {"precision": f1, "recall": f1, "f1": f1}
+    return {"COMMA": {**cls, "f1": comma if comma is not None else f1}, "PERIOD": cls, "QUESTION": cls,
+            "OVERALL": cls, "SER": 1 - f1}
+
+
+def result(run, seed, dev, levers=None):
+    metrics = {"steps": 10}
+    return {"run": run, "seed": seed, "levers": levers or {}, "scores": {"dev": scores(dev, comma=dev - 0.1)},
+            "phases": {"minilm": {"metrics": metrics}, "minilm_words": {"metrics": metrics}}}
+
+
+def test_levers_go_over_both_phases_and_nothing_else():
+    params = load_params(REPO / "params.yaml")
+    base = asr_levers.run_configs(params, "baseline", {"seed": 2}, {})
+    run = asr_levers.run_configs(params, "all", {"seed": 2}, {})
+    for phase in ("minilm", "minilm_words"):
+        assert run[phase][0] == base[phase][0]  # the model is the same
+        assert run[phase][1]["augment_rate"] == 0.15 and run[phase][1]["window_jitter"] == 25
+        assert run[phase][1]["decode_combine"] == "sum"
+        assert base[phase][1]["seed"] == 2 and run[phase][1]["seed"] == 2
+        changed = {key for key in run[phase][1] if run[phase][1][key] != base[phase][1].get(key)}
+        assert changed == {"augment_rate", "window_jitter", "decode_combine"}
+    # the tuning phase keeps its own budget and rate, not the fine-tuning's
+    assert base["minilm_words"][1]["max_steps"] != base["minilm"][1]["max_steps"]
+
+
+def test_the_paper_rates_are_the_augmentation_run():
+    _, levers = asr_levers.RUNS["augment"]
+    assert levers == {"augment_rate": 0.15}
+    params = load_params(REPO / "params.yaml")
+    train = asr_levers.run_configs(params, "augment", {}, {})["minilm"][1]
+    assert (train["augment_substitute"], train["augment_delete"]) == (0.4, 0.4)  # insert: the remaining 0.2
+
+
+def test_table_compares_each_run_with_the_baseline_of_its_own_seed():
+    results = [result("baseline", 1, 0.647), result("jitter", 1, 0.652, {"window_jitter": 25}),
+               result("baseline", 2, 0.640), result("jitter", 2, 0.639, {"window_jitter": 25})]
+    rows = asr_levers.table(results, ["dev"]).splitlines()
+    assert rows[0].startswith("| run | seed | levers | dev F1 | dev SER | dev COMMA")
+    assert rows[3] == "| jitter | 1 | window_jitter=25 | 65.2 | 34.8 | 55.2 | 65.2 | 65.2 | +0.5 |"
+    assert rows[5].endswith("| 63.9 | 36.1 | 53.9 | 63.9 | 63.9 | -0.1 |")
+
+
+def test_report_embeds_the_figure_and_names_every_run(tmp_path):
+    results = [result("baseline", 1, 0.647), result("augment", 1, 0.629, {"augment_rate": 0.15}),
+               result("baseline", 2, 0.641)]
+    asr_levers.plot(results, ["dev"], tmp_path / "levers.png")
+    assert (tmp_path / "levers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = asr_levers.report(results, ["dev"], argparse.Namespace(out=tmp_path), figure="levers.png")
+    assert "![F1 per run and seed](levers.png)" in text
+    assert "- `augment`: ASR-style noise" in text and "- `jitter`" not in text
+
+
+def test_report_only_gathers_every_finished_run_and_trains_nothing(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for entry in (result("jitter", 2, 0.639, {"window_jitter": 25}), result("baseline", 1, 0.647),
+                  result("baseline", 2, 0.640), result("augment", 1, 0.629, {"augment_rate": 0.15})):
+        (runs / f"{entry['run']}_seed{entry['seed']}.json").write_text(json.dumps(entry), encoding="utf-8")
+    assert asr_levers.main(["--params", str(REPO / "params.yaml"), "--out", str(tmp_path), "--report-only"]) == 0
+    gathered = json.loads((tmp_path / "levers.json").read_text(encoding="utf-8"))
+    assert [(r["run"], r["seed"]) for r in gathered] == [("baseline", 1), ("baseline", 2), ("augment", 1),
+                                                         ("jitter", 2)]
+    assert (tmp_path / "levers.png").is_file()
+    assert "| jitter | 2 | window_jitter=25 | 63.9 |" in (tmp_path / "levers.md").read_text(encoding="utf-8")
+
+
+def test_a_test_split_scored_only_for_some_runs_is_a_dash_elsewhere(tmp_path):
+    chosen = result("jitter", 1, 0.651, {"window_jitter": 25})
+    chosen["scores"]["ref"] = scores(0.66)
+    base = result("baseline", 1, 0.647)
+    base["scores"]["ref"] = scores(0.654)
+    results = [base, result("augment", 1, 0.629, {"augment_rate": 0.15}), chosen]
+    rows = asr_levers.table(results, ["dev", "ref"]).splitlines()
+    assert rows[3].endswith("| -1.8 | – | – | – | – | – | – |")
+    assert rows[4].endswith("| 66.0 | 34.0 | 66.0 | 66.0 | 66.0 | +0.6 |")
+    asr_levers.plot(results, ["dev", "ref"], tmp_path / "levers.png")
+    assert (tmp_path / "levers.png").stat().st_size > 0
+
+
+def test_a_finished_run_asked_for_a_test_split_is_scored_not_trained_again(tmp_path, monkeypatch):
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "runs").mkdir()
+    finished = {**result("baseline", 1, 0.647), "model_dir": str(model_dir)}
+    (tmp_path / "runs" / "baseline_seed1.json").write_text(json.dumps(finished), encoding="utf-8")
+    scored = []
+
+    def score(params, path, work, args):
+        scored.append((Path(path), list(args.splits)))
+        return {"ref": scores(0.654)}
+
+    def train_and_score(*_):
+        raise AssertionError("a finished run is never trained again")
+
+    monkeypatch.setattr(asr_levers, "score", score)
+    monkeypatch.setattr(asr_levers, "train_and_score", train_and_score)
+    argv = ["--params", str(REPO / "params.yaml"), "--out", str(tmp_path), "--work", str(tmp_path / "work"),
+            "--runs", "baseline", "--splits", "dev", "ref"]
+    assert asr_levers.main(argv) == 0
+    assert scored == [(model_dir, ["ref"])]
+    kept = json.loads((tmp_path / "runs" / "baseline_seed1.json").read_text(encoding="utf-8"))
+    assert set(kept["scores"]) == {"dev", "ref"}  # dev as it was, ref added
+    assert asr_levers.main(argv) == 0 and len(scored) == 1  # asked again: nothing left to score
+
+
+def test_a_lever_is_kept_only_when_it_raised_dev_on_every_seed():
+    results = [result("baseline", 1, 0.647), result("baseline", 2, 0.647),
+               result("jitter", 1, 0.652), result("jitter", 2, 0.645),          # +0.5, -0.2
+               result("augment", 1, 0.650), result("augment", 2, 0.649),        # +0.3, +0.2
+               result("all", 1, 0.655),                                         # one seed only
+               result("combine_stride25", 1, 0.660), result("combine_stride25", 2, 0.66)]
+    said = "\n".join(asr_levers.verdicts(results))
+    assert said.startswith("The baseline itself over 2 seeds: 64.7 / 64.7 (dev F1).")
+    assert "- `jitter`: dev Δ F1 +0.5, -0.2 (seeds 1, 2; mean +0.15): not kept: did not raise F1 on every seed" in said
+    assert "- `augment`: dev Δ F1 +0.3, +0.2 (seeds 1, 2; mean +0.25): **kept**" in said
+    assert "- `all`: dev Δ F1 +0.8 (seed 1; mean +0.80): not kept yet: one seed" in said
+    assert "- `combine_stride25`: dev Δ F1 +1.3, +1.3 (seeds 1, 2; mean +1.30): not kept: 2x the decoding work" in said
+
+
+def test_the_test_splits_are_a_table_of_their_own_for_the_runs_scored_on_them():
+    chosen = result("baseline", 1, 0.647)
+    chosen["scores"]["ref"] = scores(0.654)
+    results = [chosen, result("augment", 1, 0.629, {"augment_rate": 0.15})]
+    tables = asr_levers.split_tables(results, ["dev", "ref"])
+    assert [([r["run"] for r in rows], splits) for rows, splits in tables] == [(["baseline", "augment"], ["dev"]),
+                                                                             (["baseline"], ["ref"])]
+    assert asr_levers.split_tables(results, ["dev"]) == [(results, ["dev"])]
