@@ -23,10 +23,12 @@ file's own): the same seed, steps and data for every run. The levers:
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
 test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:
 ``punctuate``'s decoding path). Each run's result is a JSON file in ``--out/runs`` (a run whose file exists is
-not run again, and an interrupted training resumes from its checkpoint in ``--work``); ``--out/levers.json``,
-``--out/levers.md`` and its figure ``--out/levers.png`` hold them all, each beside the baseline of the same seed. Needs the default pipeline's
-``data/features``, ``data/feature_sets/word`` and ``data/prepared`` (``dvc repro embed_set@word``). On 2 CPU
-cores a run takes about as long as ``minilm`` and ``minilm_words`` in ``dvc repro`` (~15 min) plus its scoring.
+not run again, and an interrupted training resumes from its checkpoint in ``--work``; a test split it lacks is
+scored on its model); ``--out/levers.json``, ``--out/levers.md`` and its figure ``--out/levers.png`` hold them all,
+each beside the baseline of the same seed, and what is kept (:func:`verdicts`). ``--report-only`` writes them again
+from the finished runs. Needs the default pipeline's ``data/features``, ``data/feature_sets/word`` and
+``data/prepared`` (``dvc repro embed_set@word``). On 2 CPU cores a run takes about as long as ``minilm`` and
+``minilm_words`` in ``dvc repro`` (~16 min) plus its scoring.
 """
 
 from __future__ import annotations
@@ -252,8 +254,10 @@ def verdicts(results: list[dict], split: str = "dev") -> list[str]:
         said = ", ".join(f"{d:+.1f}" for d in deltas)
         if DECODING_COST.get(run, 1.0) > 1.2:
             why = f"not kept: {DECODING_COST[run]:g}x the decoding work"
+        elif all(d <= 0 for d in deltas):
+            why = "not kept: did not raise F1" + (" on any seed" if len(deltas) > 1 else "")
         elif any(d <= 0 for d in deltas):
-            why = "not kept: did not raise F1" + (" on every seed" if len(deltas) > 1 else "")
+            why = "not kept: did not raise F1 on every seed"
         elif len(deltas) < 2:
             why = "not kept yet: one seed"
         else:
@@ -306,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--splits", nargs="+", default=["dev"], help="splits scored (dev; ref asr: only at the end)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--baseline-model", type=Path,
-                        help=f"the pipeline's own {TUNING} model directory: the baseline of params' seed, not retrained")
+                        help=f"the pipeline's own {TUNING} model directory: the baseline of params' seed "
+                             "(not trained again)")
     parser.add_argument("--work", type=Path, default=Path("runs/asr_levers"), help="the trained models")
     parser.add_argument("--out", type=Path, default=Path("reports/asr_levers"), help="the results (JSON, markdown)")
     parser.add_argument("--train-set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",

@@ -126,12 +126,15 @@ def test_a_lever_is_kept_only_when_it_raised_dev_on_every_seed():
                result("jitter", 1, 0.652), result("jitter", 2, 0.645),          # +0.5, -0.2
                result("augment", 1, 0.650), result("augment", 2, 0.649),        # +0.3, +0.2
                result("all", 1, 0.655),                                         # one seed only
+               result("combine_decode", 1, 0.646), result("combine_decode", 2, 0.645),  # -0.1, -0.2
                result("combine_stride25", 1, 0.660), result("combine_stride25", 2, 0.66)]
     said = "\n".join(asr_levers.verdicts(results))
     assert said.startswith("The baseline itself over 2 seeds: 64.7 / 64.7 (dev F1).")
     assert "- `jitter`: dev Δ F1 +0.5, -0.2 (seeds 1, 2; mean +0.15): not kept: did not raise F1 on every seed" in said
     assert "- `augment`: dev Δ F1 +0.3, +0.2 (seeds 1, 2; mean +0.25): **kept**" in said
     assert "- `all`: dev Δ F1 +0.8 (seed 1; mean +0.80): not kept yet: one seed" in said
+    assert ("- `combine_decode`: dev Δ F1 -0.1, -0.2 (seeds 1, 2; mean -0.15): not kept: did not raise F1 on any "
+            "seed") in said
     assert "- `combine_stride25`: dev Δ F1 +1.3, +1.3 (seeds 1, 2; mean +1.30): not kept: 2x the decoding work" in said
 
 
