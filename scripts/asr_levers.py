@@ -98,16 +98,16 @@ def decoded_again(baseline_dir: Path, run: str, work: Path) -> Path:
     return target
 
 
-def score(params: dict, model_dir: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """The model's scores on ``args.splits``: dev on the whole of its cached tokens, as model selection decodes it
+def score(params: dict, model_dir: Path, work: Path, args: argparse.Namespace, splits: list[str]) -> dict[str, Any]:
+    """The model's scores on ``splits``: dev on the whole of its cached tokens, as model selection decodes it
     (the dev2012 text holds tokens such as ``--`` that ``punctuate`` reads as punctuation, so it is not a text to
     punctuate); Ref and ASR through ``punctuate``'s decoding, as the evaluate stage scores them."""
     from evaluation.benchmark import evaluate_model
 
     scores = {}
-    if "dev" in args.splits:
+    if "dev" in splits:
         scores["dev"] = score_dev(model_dir, args.tuning_features, int(params["evaluate"]["batch_size"]))
-    tests = [split for split in args.splits if split != "dev"]
+    tests = [split for split in splits if split != "dev"]
     if tests:
         done = evaluate_model(model_dir, args.prepared, work / "predictions", splits=tests,
                               batch_size=int(params["evaluate"]["batch_size"]), device=args.device)
@@ -146,7 +146,7 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
         baseline = json.loads((args.out / "runs" / f"baseline_seed{seed}.json").read_text(encoding="utf-8"))
         model_dir = decoded_again(Path(baseline["model_dir"]), run, work)
         return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
-                "phases": baseline["phases"], "scores": score(params, model_dir, work, args)}
+                "phases": baseline["phases"], "scores": score(params, model_dir, work, args, args.splits)}
     configs = run_configs(params, run, {**dict(args.train_set), "seed": seed}, dict(args.model_set))
     if run == "baseline" and args.baseline_model and seed == int(experiment_config(params, EXPERIMENT)[1]["seed"]):
         model_dir = args.baseline_model
@@ -160,7 +160,8 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
         phases = {TUNING: {"train": recorded["train"], "metrics": recorded.get("metrics", {}), "timings": {}},
                   EXPERIMENT: {"train": configs[EXPERIMENT][1], "metrics": source_metrics, "timings": {}}}
         return {"run": run, "seed": seed, "what": RUNS[run][0] + " (the pipeline's own model)", "levers": {},
-                "model_dir": str(model_dir), "phases": phases, "scores": score(params, model_dir, work, args)}
+                "model_dir": str(model_dir), "phases": phases,
+                "scores": score(params, model_dir, work, args, args.splits)}
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
     trained = {}
     for phase, features, init_from in ((EXPERIMENT, args.features, None),
@@ -173,7 +174,12 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
         trained[phase] = {"train": train, "metrics": result.metrics, "timings": result.timings}
     model_dir = work / TUNING / "model"
     return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
-            "phases": trained, "scores": score(params, model_dir, work, args)}
+            "phases": trained, "scores": score(params, model_dir, work, args, args.splits)}
+
+
+def overall_f1(result: dict, split: str) -> float:
+    """A run's micro-averaged F1 on ``split``, in %."""
+    return 100 * result["scores"][split]["OVERALL"]["f1"]
 
 
 def table(results: list[dict], splits: list[str]) -> str:
@@ -191,10 +197,9 @@ def table(results: list[dict], splits: list[str]) -> str:
             if scores is None:  # a test split is scored only for the setting chosen on dev (and its baseline)
                 row += ["–"] * (3 + len(CLASSES))
                 continue
-            f1 = 100 * scores["OVERALL"]["f1"]
+            f1 = overall_f1(result, split)
             base = baseline.get(result["seed"])
-            delta = (f"{f1 - 100 * base['scores'][split]['OVERALL']['f1']:+.1f}"
-                     if base and split in base["scores"] else "–")
+            delta = f"{f1 - overall_f1(base, split):+.1f}" if base and split in base["scores"] else "–"
             row += [f"{f1:.1f}", f"{100 * scores['SER']:.1f}", *(f"{100 * scores[c]['f1']:.1f}" for c in CLASSES),
                     delta]
         lines.append("| " + " | ".join(row) + " |")
@@ -211,19 +216,18 @@ def plot(results: list[dict], splits: list[str], path: Path) -> None:
 
     panels = [(split, list(dict.fromkeys(r["run"] for r in results if split in r["scores"]))) for split in splits]
     panels = [(split, runs) for split, runs in panels if runs]
-    widths = [max(len(runs), 2) for _, runs in panels]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 0.45 * max(widths) + 1.6), squeeze=False,
-                             gridspec_kw={"width_ratios": [1] * len(panels)})
+    rows = max(2, *(len(runs) for _, runs in panels))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 0.45 * rows + 1.6), squeeze=False)
     for ax, (split, runs) in zip(axes[0], panels):
         scored = [r for r in results if split in r["scores"]]
         for row, run in enumerate(runs):
-            f1 = [100 * r["scores"][split]["OVERALL"]["f1"] for r in scored if r["run"] == run]
+            f1 = [overall_f1(r, split) for r in scored if r["run"] == run]
             ax.barh(row, sum(f1) / len(f1), height=0.6, color="C0" if run == "baseline" else "C1", alpha=0.35)
             ax.scatter(f1, [row] * len(f1), color="k", s=14, zorder=3)
-        every = [100 * r["scores"][split]["OVERALL"]["f1"] for r in scored]
+        every = [overall_f1(r, split) for r in scored]
         for r in scored:
             if r["run"] == "baseline":
-                ax.axvline(100 * r["scores"][split]["OVERALL"]["f1"], color="C0", ls="--", lw=1)
+                ax.axvline(overall_f1(r, split), color="C0", ls="--", lw=1)
         ax.set_xlim(min(every) - 1.5, max(every) + 1.0)
         ax.set_yticks(range(len(runs)), runs)
         ax.set_ylim(max(len(runs), 3) - 0.5, -0.5)  # a panel of one run keeps a bar of the same height
@@ -237,22 +241,24 @@ def plot(results: list[dict], splits: list[str], path: Path) -> None:
 
 #: runs whose decoding does more work than the baseline's (``punctuate`` must stay within 20 % of its speed)
 DECODING_COST = {"combine_stride25": 2.0, "combine_decode_stride25": 2.0}
+#: the most decoding work a kept lever may cost, as a multiple of the baseline's
+MAX_DECODING_COST = 1.2
 
 
 def verdicts(results: list[dict], split: str = "dev") -> list[str]:
     """What each lever's runs say on ``split``: its change against the baseline of the same seed, per seed. A lever
     is kept only when it raised F1 on every seed of at least two, and decodes within 1.2x the baseline's work."""
-    baseline = {r["seed"]: 100 * r["scores"][split]["OVERALL"]["f1"] for r in results
-                if r["run"] == "baseline" and split in r["scores"]}
+    baseline = {r["seed"]: overall_f1(r, split) for r in results if r["run"] == "baseline" and split in r["scores"]}
     lines = []
     for run in dict.fromkeys(r["run"] for r in results if r["run"] != "baseline"):
-        deltas = [100 * r["scores"][split]["OVERALL"]["f1"] - baseline[r["seed"]] for r in results
-                  if r["run"] == run and r["seed"] in baseline and split in r["scores"]]
-        if not deltas:
+        changes = {r["seed"]: overall_f1(r, split) - baseline[r["seed"]] for r in results
+                   if r["run"] == run and r["seed"] in baseline and split in r["scores"]}
+        if not changes:
             continue
+        deltas = list(changes.values())
         mean = sum(deltas) / len(deltas)
         said = ", ".join(f"{d:+.1f}" for d in deltas)
-        if DECODING_COST.get(run, 1.0) > 1.2:
+        if DECODING_COST.get(run, 1.0) > MAX_DECODING_COST:
             why = f"not kept: {DECODING_COST[run]:g}x the decoding work"
         elif all(d <= 0 for d in deltas):
             why = "not kept: did not raise F1" + (" on any seed" if len(deltas) > 1 else "")
@@ -263,13 +269,13 @@ def verdicts(results: list[dict], split: str = "dev") -> list[str]:
         else:
             why = "**kept**"
         lines.append(f"- `{run}`: {split} Δ F1 {said} (seed{'s' if len(deltas) > 1 else ''} "
-                     f"{', '.join(str(r['seed']) for r in results if r['run'] == run and r['seed'] in baseline)}; "
+                     f"{', '.join(map(str, changes))}; "
                      f"mean {mean:+.2f}): {why}")
     spread = sorted(baseline.values())
     head = (f"The baseline itself over {len(spread)} seeds: {' / '.join(f'{f:.1f}' for f in spread)} ({split} F1). "
             if len(spread) > 1 else "")
-    return [head + "A lever is kept when it raised dev F1 on every seed of at least two and decodes within 1.2x "
-            "the baseline's work (`punctuate`'s speed):", "", *lines]
+    return [head + "A lever is kept when it raised dev F1 on every seed of at least two and decodes within "
+            f"{MAX_DECODING_COST:g}x the baseline's work (`punctuate`'s speed):", "", *lines]
 
 
 def split_tables(results: list[dict], splits: list[str]) -> list[tuple[list[dict], list[str]]]:
@@ -344,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                                      f"{result['model_dir']} is gone: remove {path} to train it again")
                 print(f"== {run}, seed {seed}: scoring {', '.join(missing)}", flush=True)
                 result["scores"].update(score(params, Path(result["model_dir"]), args.work / f"{run}_seed{seed}",
-                                              argparse.Namespace(**{**vars(args), "splits": missing})))
+                                              args, missing))
                 atomic_write_text(path, json.dumps(result, indent=1, default=str) + "\n")
             results.append(result)
     results.sort(key=lambda result: (list(RUNS).index(result["run"]), result["seed"]))  # a run's seeds together

@@ -103,8 +103,8 @@ def test_a_finished_run_asked_for_a_test_split_is_scored_not_trained_again(tmp_p
     (tmp_path / "runs" / "baseline_seed1.json").write_text(json.dumps(finished), encoding="utf-8")
     scored = []
 
-    def score(params, path, work, args):
-        scored.append((Path(path), list(args.splits)))
+    def score(params, path, work, args, splits):
+        scored.append((Path(path), list(splits)))
         return {"ref": scores(0.654)}
 
     def train_and_score(*_):
