@@ -62,6 +62,27 @@ def graph_step_s(kit: dict[str, Any], experiment: str, train: dict[str, Any]) ->
             + float(facts.get("recurrent_layers", 0)) * seq_len * 2 * float(graph["recurrent_step_us"]) * 1e-6)
 
 
+def dev_eval_s(kit: dict[str, Any], name: str, experiment: str) -> tuple[float, str]:
+    """(seconds, where from) of one dev evaluation of paper run ``name`` on the GPU, derived (``gpu_kit.dev_eval``;
+    paper_runs/README.md): run eagerly, an evaluation costs ``kernels x kernel_us`` of host time and ``GFLOP /
+    tflops`` of arithmetic. A measured evaluation keeps what its own code's counts do not explain (the host's work,
+    the checkpoint written after it) and takes the kernels' and arithmetic's part from today's counts, but never
+    comes under the fastest evaluation measured (conv's 2.2 s, of which its kernels explain 0.08: the host's share
+    that no count shows); without a measurement, the assumed seconds."""
+    facts = kit["dev_eval"]
+
+    def part(counts: dict[str, Any]) -> float:
+        return (float(counts["kernels"]) * float(facts["kernel_us"]) * 1e-6
+                + float(counts["gflop"]) / (float(facts["tflops"]) * 1e3))
+
+    measured, counted = facts["measured"].get(experiment), facts["counted"].get(name) or facts["counted"].get(experiment)
+    if measured is None or counted is None:
+        assumed = facts["assumed_s"]
+        return float(assumed.get(experiment, assumed["default"])), "assumed"
+    floor = min(float(each["s"]) for each in facts["measured"].values())
+    return max(floor, max(0.0, float(measured["s"]) - part(measured)) + part(counted)), "derived"
+
+
 def run_schedule(params: dict[str, Any], name: str, num_tokens: int,
                  settings: Sequence[str] = ()) -> tuple[int, dict[str, Any]]:
     """(steps, train settings) of paper run ``name`` on ``num_tokens`` training tokens, as its trainer counts them."""
@@ -106,12 +127,13 @@ def plan_rows(params: dict[str, Any], names: Sequence[str], num_tokens: int, *, 
         own_s = steps / rate if rate > 0 else float("inf")
         per_epoch = max(1, schedule_steps(num_tokens, train) // int(train["epochs"]))
         evaluations = steps // int(train["eval_every_steps"]) + min(int(train["epochs"]), -(-steps // per_epoch))
-        eval_s = (known.get("eval_s") or {}).get(name) or (known.get("eval_s") or {}).get((experiment, tokens)) \
-            or float(kit["dev_eval_s"].get(experiment, kit["dev_eval_s"]["default"]))
+        measured_eval_s = (known.get("eval_s") or {}).get(name) or (known.get("eval_s") or {}).get((experiment, tokens))
+        eval_s, eval_from = (float(measured_eval_s), "measured") if measured_eval_s else dev_eval_s(kit, name, experiment)
         rows.append({"name": name, "experiment": experiment, "batch": f"{train['batch_size']} x {train['seq_len']}",
                      "steps": steps, "requested": wanted, "mode": planned, "note": note, "rates": rates,
                      "steps_per_s": rate, "own_s": own_s, "busy_s": steps * gpu_s if gpu_s else own_s,
                      "gpu_step_s": None if gpu_s is None else gpu_s / scale, "tokens": tokens,
+                     "evaluations": evaluations, "eval_each_s": eval_s, "eval_from": eval_from,
                      "eval_s": evaluations * eval_s, "extra_s": float(kit["run_start_s"]) + evaluations * eval_s})
     return rows
 
@@ -181,7 +203,7 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_
              f" s, collect {allowance['collect']:.0f} s, margin {allowance['margin']:.0f} s; the training is "
              f"min(lease less allowances {budget['by_lease']:.0f} s, one command of {budget['command_s']:.0f} s less "
              f"unpacking, scoring and collect {budget['by_command']:.0f} s). {num_tokens:,} training tokens.", "",
-             "| run | batch | steps | mode | eager steps/s | graph steps/s | graph / eager | GPU-busy s | dev evals s | "
+             "| run | batch | steps | mode | eager steps/s | graph steps/s | graph / eager | GPU-busy s | dev evaluations s | "
              f"ends at s (of {budget_s:.0f}) | {lease} |", "|---|---|---:|---|---|---|---:|---:|---:|---:|---|"]
     ends = project([row for row in rows if row["name"] in selected], overhead)
     for row in rows:
@@ -191,7 +213,7 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_
         mode = row["mode"] + (f" ({row['note']})" if row["note"] else "")
         lines.append(f"| {row['name']} | {row['batch']} | {row['steps']:,} | {mode} | {eager:.1f} ({eager_from}) | "
                      + (f"{graph:.0f} ({graph_from})" if graph else "–") + f" | {ratio} | {_seconds(row['busy_s'])} | "
-                     f"{_seconds(row['eval_s'])} | "
+                     f"{row['evaluations']} x {row['eval_each_s']:.1f} ({row['eval_from']}) = {_seconds(row['eval_s'])} | "
                      f"{_seconds(ends[row['name']]) if row['name'] in ends else '–'} | {verdict} |")
     busy_all = sum(row["busy_s"] for row in rows)
     busy_chosen = sum(row["busy_s"] for row in rows if row["name"] in selected)
@@ -219,8 +241,9 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_
     lines += ["", "Rates: *assumed* eager rates are `gpu_kit.assumed_steps_per_s`; *derived* graph rates are one step's "
               "GPU time, `gpu_kit.graph` (kernels x kernel_us + arithmetic + recurrent time steps; "
               "paper_runs/README.md); *measured* ones are the best of `metrics/gpu/leases` for the run (else its experiment at "
-              "the same batch) and mode. Ends include each run's start (`run_start_s`) and its dev evaluations "
-              "(`dev_eval_s` each, or the fewest seconds a lease measured)."]
+              "the same batch) and mode. Ends include each run's start (`run_start_s`) and its dev evaluations: "
+              "*measured*, the fewest seconds a lease measured; *derived*, `gpu_kit.dev_eval` (an eager evaluation's "
+              "kernels x kernel_us + arithmetic, with what its measurement's counts did not explain); else *assumed*."]
     return "\n".join(lines) + "\n"
 
 

@@ -2,6 +2,7 @@
 
     python -m paper_runs.step_ops                       # the twelve paper runs (CPU, about a minute)
     python -m paper_runs.step_ops --runs wrn,wrn_blstm --json
+    python -m paper_runs.step_ops --dev-eval            # one dev evaluation of each run instead (CPU, ~3 minutes)
 
 The paper runs on a shared GPU are bound by kernel launches and by waits for the device, not by arithmetic
 (paper_runs/README.md), so how many operators a step dispatches is the lever on their steps/s that a CPU
@@ -20,6 +21,13 @@ replaced by those two. Each line gives:
   ``.cpu()`` of a CPU tensor dispatches nothing, so tests/test_training_host_syncs.py (CUDA's sync debug mode) is
   the authority on waits; this counts the ones a CPU can see.
 
+With ``--dev-eval`` a line counts one **dev evaluation** as the trainer runs it on CUDA
+(:func:`training.dev_eval.evaluate_on_tokens` over ``dev_eval_tokens`` tokens in the run's decoding windows, at
+:data:`training.loop.CUDA_EVAL_BATCH` windows a batch; a recurrent call is one cuDNN kernel) and its arithmetic
+(``gflop``, :class:`torch.utils.flop_counter.FlopCounterMode`: matmuls and convolutions; a recurrent layer's
+own is left out). An evaluation runs eagerly, so on a GPU its kernels cost their launch's host time: the lease
+plan derives its seconds from these counts (:func:`paper_runs.plan.dev_eval_s`).
+
 Nothing is asserted; the counts do not depend on the machine.
 """
 
@@ -29,6 +37,7 @@ import argparse
 import collections
 import json
 import sys
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -37,11 +46,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from corpus.labels import LABELS
 from experiments.params import experiment_config, load_params
+from inference.windows import window_starts
 from models import build_model
-from paper_runs.records import PAPER_RUNS
+from paper_runs.records import PAPER_RUNS, run_config
 from training.batches import TokenStore
 from training.config import TrainConfig
-from training.dev_eval import cut_batch
+from training.dev_eval import cut_batch, evaluate_on_tokens
+from training.loop import CUDA_EVAL_BATCH
 
 #: operators whose result the host reads (and boolean-mask indexing, whose size it must know)
 WAITS = ("_local_scalar_dense", "nonzero", "item", "is_nonzero", "masked_select")
@@ -135,12 +146,63 @@ def count_step(model_config: dict[str, Any], train: dict[str, Any], *, learned: 
             "parameters": sum(1 for _ in model.parameters()), "by_name": dict(counter.by_name.most_common())}
 
 
+def count_dev_eval(model_config: dict[str, Any], train: dict[str, Any], *, window: int, stride: int,
+                   learned: bool = False, batch_size: int = CUDA_EVAL_BATCH, scale: int = 10) -> dict[str, Any]:
+    """The operators and arithmetic of one dev evaluation of ``model_config`` (see the module docstring).
+
+    ``scale``: counted on ``dev_eval_tokens / scale`` tokens at ``batch_size / scale`` windows a batch, which makes
+    as many batches (checked: else counted at full size), so the same kernels, and a ``scale``-th of the
+    arithmetic (multiplied back): a CPU decodes a Transformer's 60k tokens in minutes."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = TrainConfig.from_mapping(train)
+    tokens = int(config.dev_eval_tokens or 60_000)
+    window, stride = config.decode_window or window, config.decode_stride or stride
+
+    def batches(n: int, size: int) -> tuple[int, int]:  # (loss batches, decoding batches)
+        return -(-(-(-n // window)) // size), -(-len(window_starts(n, window, stride)) // size)
+
+    if scale > 1 and batches(tokens // scale, batch_size // scale) != batches(tokens, batch_size):
+        scale = 1
+    n, size = tokens // scale, batch_size // scale
+    torch.manual_seed(0)
+    model = build_model(model_config, num_labels=len(LABELS), vector_dim=0 if learned else VECTOR_DIM,
+                        vocab_size=VOCAB_SIZE)
+    rng = np.random.default_rng(0)
+    features = SimpleNamespace(vectors=rng.normal(size=(n, VECTOR_DIM)).astype(np.float32),
+                               ids=rng.integers(2, VOCAB_SIZE, n), labels=rng.integers(0, len(LABELS), n),
+                               words=["word"] * n if model.reads_words else None)
+
+    def evaluate() -> None:
+        evaluate_on_tokens(model, features, window=window, stride=stride, label_smoothing=config.label_smoothing,
+                           device=torch.device("cpu"), batch_size=size)
+
+    calls, handles = _recurrent_calls(model)
+    with OperatorCount() as counter:
+        evaluate()
+    for handle in handles:
+        handle.remove()
+    ops, views = counter.ops, counter.views
+    for layer, shape in calls:  # as cuDNN: one forward kernel a call
+        with torch.no_grad(), OperatorCount() as alone:
+            layer(torch.randn(shape))
+        ops, views = ops - alone.ops + 1, views - alone.views
+    with FlopCounterMode(display=False) as flop_count:
+        evaluate()
+    loss_batches, decoding_batches = batches(tokens, batch_size)
+    return {"kernels": ops - views, "waits": counter.waits, "gflop": round(flop_count.get_total_flops() * scale / 1e9, 1),
+            "recurrent_calls": len(calls), "tokens": tokens, "window": window, "stride": stride,
+            "batch": batch_size, "loss_batches": loss_batches, "decoding_batches": decoding_batches}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--profile", default="paper")
     parser.add_argument("--runs", help="comma-separated paper runs (default: all twelve)")
     parser.add_argument("--json", action="store_true", help="one JSON line per run instead of a table")
+    parser.add_argument("--dev-eval", action="store_true",
+                        help="count one dev evaluation of each run (as on CUDA) instead of one training step")
     args = parser.parse_args(argv)
     params = load_params(args.params, profile=args.profile)
     names = args.runs.split(",") if args.runs else list(PAPER_RUNS)
@@ -148,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"not paper runs: {', '.join(unknown)}")
     torch.set_num_threads(1)
+    if args.dev_eval:
+        return _print_dev_evals(params, names, as_json=args.json)
     if not args.json:
         print("| run | batch x tokens | operators | views | kernels | host waits |\n|---|---|---:|---:|---:|---:|")
     counted: dict[tuple[str, bool], dict[str, Any]] = {}
@@ -163,6 +227,27 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"| {name} | {row['batch']} x {row['seq_len']} | {row['ops']:,} | {row['views']:,} | "
                   f"{row['kernels']:,} | {row['waits']} |", flush=True)
+    return 0
+
+
+def _print_dev_evals(params: dict[str, Any], names: list[str], *, as_json: bool) -> int:
+    if not as_json:
+        print("| run | tokens | window / stride | batches (loss, decoding) | kernels | host waits | GFLOP |\n"
+              "|---|---:|---|---|---:|---:|---:|")
+    window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
+    counted: dict[str, dict[str, Any]] = {}
+    for name in names:
+        model_config, train = run_config(params, name)
+        key = json.dumps([model_config, train, PAPER_RUNS[name].feature_set == "learned"], sort_keys=True, default=str)
+        if key not in counted:  # the Transformers of one reading differ by input only
+            counted[key] = count_dev_eval(model_config, train, window=window, stride=stride,
+                                          learned=PAPER_RUNS[name].feature_set == "learned")
+        row = counted[key]
+        if as_json:
+            print(json.dumps({"run": name, **row}), flush=True)
+        else:
+            print(f"| {name} | {row['tokens']:,} | {row['window']} / {row['stride']} | {row['loss_batches']}, "
+                  f"{row['decoding_batches']} | {row['kernels']:,} | {row['waits']} | {row['gflop']:,.0f} |", flush=True)
     return 0
 
 

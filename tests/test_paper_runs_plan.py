@@ -50,6 +50,41 @@ def test_graph_rates_are_derived_from_kernels_arithmetic_and_recurrent_steps(par
     assert all(row["busy_s"] == pytest.approx(row["steps"] * row["gpu_step_s"]) for row in rows.values())
 
 
+def test_a_dev_evaluation_keeps_what_its_measurement_s_counts_do_not_explain_and_derives_the_kernels_again():
+    kit = {"dev_eval": {"kernel_us": 40, "tflops": 100, "assumed_s": {"default": 6.0, "ff2": 10.0},
+                        "measured": {"transformer": {"s": 16.5, "kernels": 400_000, "gflop": 1000},
+                                     "wrn": {"s": 5.3, "kernels": 2500, "gflop": 2000},
+                                     "conv": {"s": 2.2, "kernels": 1600, "gflop": 1600}},
+                        "counted": {"transformer": {"kernels": 30_000, "gflop": 1000},
+                                    "transformer_word_literal": {"kernels": 100_000, "gflop": 1000},
+                                    "wrn": {"kernels": 150, "gflop": 2000}, "ff2": {"kernels": 1600, "gflop": 7000}}}}
+    # wrn: 5.3 s measured, 0.1 s of kernels and 0.02 s of arithmetic then; the rest (5.18 s) kept beside today's
+    assert gpu_plan.dev_eval_s(kit, "wrn", "wrn") == (pytest.approx(5.3 - 0.1 + 0.006), "derived")
+    # the Transformer's 400,000 kernels (16 s) and 0.01 s of arithmetic were nearly all of it (0.49 s kept); today's
+    # 30,000 give 1.2 s + 0.49 + 0.01, under the fastest evaluation measured (conv's 2.2 s): the floor
+    assert gpu_plan.dev_eval_s(kit, "transformer_word", "transformer") == (pytest.approx(2.2), "derived")
+    # a run's own count before its experiment's (the literal reading's 100-token windows)
+    assert gpu_plan.dev_eval_s(kit, "transformer_word_literal", "transformer") == (
+        pytest.approx(0.49 + 4.0 + 0.01), "derived")
+    # never measured on a GPU: assumed, whatever was counted
+    assert gpu_plan.dev_eval_s(kit, "ff2", "ff2") == (10.0, "assumed")
+    assert gpu_plan.dev_eval_s(kit, "lstm", "lstm") == (6.0, "assumed")
+
+
+def test_the_plan_counts_each_run_s_evaluations_at_today_s_cost(params):
+    rows = {row["name"]: row for row in gpu_plan.plan_rows(params, list(PAPER_RUNS), 2_100_000, mode="graph")}
+    transformer, literal = rows["transformer_word"], rows["transformer_word_literal"]
+    # the cached decoder at 1,024 windows a batch: a tenth of the old evaluation's kernels and more
+    counted, measured = (params["gpu_kit"]["dev_eval"][key]["transformer"] for key in ("counted", "measured"))
+    assert counted["kernels"] * 10 < measured["kernels"]
+    assert transformer["eval_from"] == "derived" and transformer["eval_each_s"] < measured["s"] / 4
+    assert literal["eval_each_s"] >= transformer["eval_each_s"] and literal["evaluations"] > transformer["evaluations"]
+    assert all(row["eval_s"] == pytest.approx(row["evaluations"] * row["eval_each_s"]) for row in rows.values())
+    text = gpu_plan.plan_markdown(list(rows.values()), budget=gpu_plan.lease_budget(params["gpu_kit"]), budget_s=415,
+                                  selected=[], overhead=1.15, num_tokens=2_100_000)
+    assert f"{transformer['evaluations']} x {transformer['eval_each_s']:.1f} (derived)" in text
+
+
 def row(name: str, own: float, busy: float, extra: float = 0.0) -> dict:
     return {"name": name, "own_s": own, "busy_s": busy, "extra_s": extra, "eval_s": extra, "steps": 100}
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 from paper_runs import step_ops
+from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,3 +46,20 @@ def test_waits_are_counted():
         x[:, None][x > 2]  # the mask beside a slice
         x[1:3]  # a view, no wait
     assert counter.waits == 3
+
+
+def test_a_dev_evaluation_is_counted_in_the_run_s_decoding_windows_at_the_cuda_batch():
+    tiny = {**TINY_MODEL, "aligned_memory": False}  # the paper's reading: the decoder attends over all of memory
+    train = {**TINY_TRAIN, "seq_len": 10, "dev_eval_tokens": 600, "decode_window": 10, "decode_stride": 5}
+    whole = step_ops.count_dev_eval(tiny, train, window=100, stride=50, batch_size=40, scale=1)
+    assert (whole["window"], whole["stride"], whole["tokens"]) == (10, 5, 600)  # the run's own windows
+    assert (whole["loss_batches"], whole["decoding_batches"]) == (2, 3)  # 60 windows, 119 decoding windows, 40 a batch
+    assert whole["waits"] == 0 and whole["kernels"] > 0 and whole["gflop"] > 0
+    # a tenth of the tokens at a tenth of the batch: the same batches, the same kernels, the arithmetic scaled back
+    scaled = step_ops.count_dev_eval(tiny, train, window=100, stride=50, batch_size=40, scale=10)
+    assert scaled["kernels"] == whole["kernels"]
+    assert scaled["gflop"] == pytest.approx(whole["gflop"], rel=0.1)
+    # greedy decoding: a step a position, so ten times the window, many times the kernels
+    longer = step_ops.count_dev_eval(tiny, {**train, "decode_window": 100, "decode_stride": 50}, window=100,
+                                     stride=50, batch_size=40, scale=1)
+    assert longer["kernels"] > 3 * whole["kernels"] / whole["decoding_batches"] * longer["decoding_batches"]
