@@ -159,8 +159,13 @@ def plan(args: argparse.Namespace) -> int:
     known = gpu_rates.known_rates(leases)
     names = [name for name in PAPER_RUNS if name not in recorded]
     chosen = gpu_plan.lease_plan(params, names, tokens, budget_s, known, mode=args.mode)
-    print(_plan_text(params, tokens, budget, budget_s, known, chosen, recorded=recorded, lease="the next lease"))
+    text = _plan_text(params, tokens, budget, budget_s, known, chosen, recorded=recorded, lease="the next lease")
+    print(text)
     print(f"(training tokens from {source}; rates of {len(leases)} lease(s) in {args.rates_dir or kit['rates_dir']})")
+    if args.write:  # the plan committed beside the records (paper_runs/README.md, step 6)
+        atomic_write_text(Path(args.write), f"# The next lease's plan\n\nWritten by `python -m paper_runs plan "
+                          f"--lease-s {budget['lease_s']:.0f} --write FILE` from {len(recorded)} complete "
+                          f"record(s) and the rates of {len(leases)} lease(s).\n\n{text}")
     return 0
 
 
@@ -385,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     plan_parser.add_argument("--mode", choices=gpu_plan.MODES, help="plan every run in this step mode")
     plan_parser.add_argument("--train-budget-s", type=float, help="override the training the lease holds")
     plan_parser.add_argument("--lease-s", type=float, help="override gpu_kit.lease_s (the training is derived)")
+    plan_parser.add_argument("--write", help="also write the plan to this markdown file (metrics/gpu/next_lease.md)")
     pack_parser = commands.add_parser("pack", help="here: every input of the runs into the kit folder")
     option(pack_parser, "--kit", "gpu_kit", "the kit folder (git-ignored; it travels with `carry`)")
     option(pack_parser, "--build-dir", "data/gpu_kit/feature_sets", "where missing feature sets are built")

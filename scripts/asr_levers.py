@@ -20,6 +20,11 @@ file's own): the same seed, steps and data for every run. The levers:
   of it (four per token, twice the decoding work). Recorded in the model directory: dev model selection, the
   evaluate stage and ``punctuate`` all decode so.
 
+Two runs are not levers but **budget points**: ``steps2x`` and ``steps3x`` train the fine-tuning phase longer
+(2,000 steps, and its whole two-epoch schedule of 2,626), what the issue's targets would cost in training compute
+(:data:`TRAINING_COST`); no verdict keeps them, and their Ref and ASR (the figures the targets are stated in)
+choose nothing.
+
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
 test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:
 ``punctuate``'s decoding path). Each run's result is a JSON file in ``--out/runs`` (a run whose file exists is
@@ -60,6 +65,11 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                        {"decode_combine": "sum"}),
     "combine_decode_stride25": ("the baseline's model decoded with logits summed, windows every 25 tokens",
                                 {"decode_combine": "sum", "decode_stride": 25}),
+    # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
+    "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
+                "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
+    "steps3x": ("the fine-tuning's whole schedule, two epochs (2,626 steps: its end comes before max_steps 3,000), "
+                "2.6x: a budget point, never a lever", {EXPERIMENT: {"max_steps": 3000}}),
 }
 #: runs that decode the baseline's model of the same seed again instead of training (their levers change only the
 #: model directory's recorded decoding; model selection on dev stays the baseline's)
@@ -72,13 +82,22 @@ def run_configs(params: dict, run: str, train_sets: dict, model_sets: dict) -> d
     """``{"minilm": (model, train), "minilm_words": (model, train)}`` of ``run``: params' settings, the run's
     levers and ``train_sets`` over both phases' ``train``, ``model_sets`` over both models."""
     levers = {**RUNS[run][1], **train_sets}
+    own = {phase: levers.pop(phase) for phase in (EXPERIMENT, TUNING) if phase in levers}  # one phase's settings
     model, train = experiment_config(params, EXPERIMENT)
     _, tuned_model, tuned_train = tuning_config(params, TUNING)
     configs = {}
     for phase, (phase_model, phase_train) in ((EXPERIMENT, (model, train)), (TUNING, (tuned_model, tuned_train))):
         configs[phase] = (merged(phase_model, model_sets, f"--model-set ({phase})", "model"),
-                          merged(phase_train, levers, f"run {run} ({phase})", "train"))
+                          merged(phase_train, {**levers, **own.get(phase, {})}, f"run {run} ({phase})", "train"))
     return configs
+
+
+def settings_text(levers: dict) -> str:
+    """``key=value, ...`` of a run's settings, a phase's own as ``phase.key=value``."""
+    flat = [(f"{key}.{inner}", value) for key, each in levers.items() if isinstance(each, dict)
+            for inner, value in each.items()]
+    return ", ".join(f"{key}={value}" for key, value in
+                     [*((k, v) for k, v in levers.items() if not isinstance(v, dict)), *flat]) or "–"
 
 
 def decoded_again(baseline_dir: Path, run: str, work: Path) -> Path:
@@ -190,7 +209,7 @@ def table(results: list[dict], splits: list[str]) -> str:
         header += [f"{split} F1", f"{split} SER", *(f"{split} {c}" for c in CLASSES), f"{split} Δ F1"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for result in results:
-        levers = ", ".join(f"{k}={v}" for k, v in result["levers"].items()) or "–"
+        levers = settings_text(result["levers"])
         row = [result["run"], str(result["seed"]), levers]
         for split in splits:
             scores = result["scores"].get(split)
@@ -204,6 +223,10 @@ def table(results: list[dict], splits: list[str]) -> str:
                     delta]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
+
+
+#: the issue's targets through ``punctuate`` (overall F1, %), drawn on the figure
+TARGETS = {"ref": 67.0, "asr": 61.0}
 
 
 def plot(results: list[dict], splits: list[str], path: Path) -> None:
@@ -228,6 +251,11 @@ def plot(results: list[dict], splits: list[str], path: Path) -> None:
         for r in scored:
             if r["run"] == "baseline":
                 ax.axvline(overall_f1(r, split), color="C0", ls="--", lw=1)
+        target = TARGETS.get(split)
+        if target is not None:  # the issue's Done-when, through `punctuate`
+            ax.axvline(target, color="C3", ls=":", lw=1.5)
+            ax.text(target, -0.45, f" target {target:g}", color="C3", va="top", fontsize=8)
+            every.append(target)
         ax.set_xlim(min(every) - 1.5, max(every) + 1.0)
         ax.set_yticks(range(len(runs)), runs)
         ax.set_ylim(max(len(runs), 3) - 0.5, -0.5)  # a panel of one run keeps a bar of the same height
@@ -243,6 +271,8 @@ def plot(results: list[dict], splits: list[str], path: Path) -> None:
 DECODING_COST = {"combine_stride25": 2.0, "combine_decode_stride25": 2.0}
 #: the most decoding work a kept lever may cost, as a multiple of the baseline's
 MAX_DECODING_COST = 1.2
+#: runs that train longer than the baseline: budget points, which no verdict keeps (the issue's CPU budget)
+TRAINING_COST = {"steps2x": 2.0, "steps3x": 2.6}
 
 
 def verdicts(results: list[dict], split: str = "dev") -> list[str]:
@@ -258,7 +288,9 @@ def verdicts(results: list[dict], split: str = "dev") -> list[str]:
         deltas = list(changes.values())
         mean = sum(deltas) / len(deltas)
         said = ", ".join(f"{d:+.1f}" for d in deltas)
-        if DECODING_COST.get(run, 1.0) > MAX_DECODING_COST:
+        if TRAINING_COST.get(run, 1.0) > 1.0:
+            why = f"not a lever: {TRAINING_COST[run]:g}x the fine-tuning steps, outside the CPU budget"
+        elif DECODING_COST.get(run, 1.0) > MAX_DECODING_COST:
             why = f"not kept: {DECODING_COST[run]:g}x the decoding work"
         elif all(d <= 0 for d in deltas):
             why = "not kept: did not raise F1" + (" on any seed" if len(deltas) > 1 else "")

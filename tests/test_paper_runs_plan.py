@@ -4,6 +4,8 @@ time-sliced GPU, which runs a lease starts, the best known rates, and the thirte
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from experiments.params import load_params
@@ -214,3 +216,20 @@ def test_a_record_carries_the_step_mode_and_why(tmp_path):
                          model_config={}, train_config={}, features_dir=tmp_path, window=100, stride=50,
                          profile="paper", published=None)["run"]
     assert older["step_mode"] is None and older["full_schedule"] is False  # a trainer that does not record it
+
+
+def test_the_committed_plan_of_the_next_lease_is_what_plan_writes_now(tmp_path, capsys):
+    from paper_runs import __main__ as paper
+
+    committed = (REPO / "metrics/gpu/next_lease.md").read_text(encoding="utf-8")
+    tokens = int(committed.split(" training tokens.")[0].rsplit(". ", 1)[1].replace(",", ""))
+    features = tmp_path / "features"  # the training split's size the committed plan was made for
+    features.mkdir()
+    (features / "manifest.json").write_text(json.dumps({"splits": {"train": {"tokens": tokens}}}))
+    written = tmp_path / "next_lease.md"
+    assert paper.main(["--params", str(REPO / "params.yaml"), "--records", str(REPO / "metrics/paper"), "plan",
+                       "--kit", str(tmp_path / "no_kit"), "--features", str(features),
+                       "--rates-dir", str(REPO / "metrics/gpu/leases"), "--lease-s", "900",
+                       "--write", str(written)]) == 0
+    assert written.read_text(encoding="utf-8") == committed, \
+        "metrics/gpu/next_lease.md is stale: python -m paper_runs plan --lease-s 900 --write metrics/gpu/next_lease.md"

@@ -146,3 +146,18 @@ def test_the_test_splits_are_a_table_of_their_own_for_the_runs_scored_on_them():
     assert [([r["run"] for r in rows], splits) for rows, splits in tables] == [(["baseline", "augment"], ["dev"]),
                                                                              (["baseline"], ["ref"])]
     assert asr_levers.split_tables(results, ["dev"]) == [(results, ["dev"])]
+
+
+def test_a_budget_point_trains_one_phase_longer_and_is_never_kept():
+    params = load_params(REPO / "params.yaml")
+    base = asr_levers.run_configs(params, "baseline", {"seed": 1}, {})
+    longer = asr_levers.run_configs(params, "steps2x", {"seed": 1}, {})
+    assert longer["minilm"][1]["max_steps"] == 2 * base["minilm"][1]["max_steps"]
+    assert longer["minilm_words"] == base["minilm_words"]  # a phase's own setting stays in that phase
+    assert {key for key in longer["minilm"][1] if longer["minilm"][1][key] != base["minilm"][1][key]} == {"max_steps"}
+    results = [result("baseline", 1, 0.647), result("baseline", 2, 0.647),
+               result("steps2x", 1, 0.670, asr_levers.RUNS["steps2x"][1]),
+               result("steps2x", 2, 0.668, asr_levers.RUNS["steps2x"][1])]
+    verdict = next(line for line in asr_levers.verdicts(results) if line.startswith("- `steps2x`"))
+    assert "+2.3, +2.1" in verdict and "not a lever: 2x the fine-tuning steps" in verdict  # raised on both seeds
+    assert "| steps2x | 1 | minilm.max_steps=2000 | 67.0 |" in asr_levers.table(results, ["dev"])
