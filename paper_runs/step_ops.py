@@ -98,14 +98,33 @@ def _recurrent_calls(model: torch.nn.Module) -> tuple[list[tuple[torch.nn.Module
     return calls, handles
 
 
-def _recurrent_cpu_ops(layer: torch.nn.Module, shape: torch.Size) -> tuple[int, int]:
-    """(operators, views) of ``layer``'s forward and backward on its own, for an input of ``shape``."""
-    x = torch.randn(shape, requires_grad=True)
+def _recurrent_cpu_ops(layer: torch.nn.Module, shape: torch.Size, *, backward: bool = True) -> tuple[int, int]:
+    """(operators, views) of ``layer``'s forward (and backward) on its own, for an input of ``shape``."""
+    x = torch.randn(shape, requires_grad=backward)
+    if not backward:
+        with torch.no_grad(), OperatorCount() as counter:
+            layer(x)
+        return counter.ops, counter.views
     with torch.no_grad():
         seed = torch.ones_like(layer(x)[0])
     with OperatorCount() as counter:
         torch.autograd.backward(layer(x)[0], seed)
     return counter.ops, counter.views
+
+
+def _count_as_cuda(model: torch.nn.Module, run, *, backward: bool) -> tuple[OperatorCount, int, int, int]:
+    """(the counter, operators, views, recurrent calls) of ``run()``, each call of a recurrent layer of ``model``
+    counted as cuDNN runs it: one kernel forward, and one backward when ``backward``."""
+    calls, handles = _recurrent_calls(model)
+    with OperatorCount() as counter:
+        run()
+    for handle in handles:
+        handle.remove()
+    ops, views = counter.ops, counter.views
+    for layer, shape in calls:
+        cpu_ops, cpu_views = _recurrent_cpu_ops(layer, shape, backward=backward)
+        ops, views = ops - cpu_ops + (2 if backward else 1), views - cpu_views
+    return counter, ops, views, len(calls)
 
 
 def count_step(model_config: dict[str, Any], train: dict[str, Any], *, learned: bool = False) -> dict[str, Any]:
@@ -132,16 +151,8 @@ def count_step(model_config: dict[str, Any], train: dict[str, Any], *, learned: 
         optimizer.step()
 
     step()  # optimizer state and lazy set-up outside the count
-    calls, handles = _recurrent_calls(model)
-    with OperatorCount() as counter:
-        step()
-    for handle in handles:
-        handle.remove()
-    ops, views = counter.ops, counter.views
-    for layer, shape in calls:  # as cuDNN: one forward and one backward kernel a call
-        cpu_ops, cpu_views = _recurrent_cpu_ops(layer, shape)
-        ops, views = ops - cpu_ops + 2, views - cpu_views
-    return {"ops": ops, "views": views, "kernels": ops - views, "recurrent_calls": len(calls),
+    counter, ops, views, recurrent_calls = _count_as_cuda(model, step, backward=True)
+    return {"ops": ops, "views": views, "kernels": ops - views, "recurrent_calls": recurrent_calls,
             "waits": counter.waits, "batch": rows, "seq_len": length,
             "parameters": sum(1 for _ in model.parameters()), "by_name": dict(counter.by_name.most_common())}
 
@@ -177,21 +188,12 @@ def count_dev_eval(model_config: dict[str, Any], train: dict[str, Any], *, windo
         evaluate_on_tokens(model, features, window=window, stride=stride, label_smoothing=config.label_smoothing,
                            device=torch.device("cpu"), batch_size=size)
 
-    calls, handles = _recurrent_calls(model)
-    with OperatorCount() as counter:
-        evaluate()
-    for handle in handles:
-        handle.remove()
-    ops, views = counter.ops, counter.views
-    for layer, shape in calls:  # as cuDNN: one forward kernel a call
-        with torch.no_grad(), OperatorCount() as alone:
-            layer(torch.randn(shape))
-        ops, views = ops - alone.ops + 1, views - alone.views
+    counter, ops, views, recurrent_calls = _count_as_cuda(model, evaluate, backward=False)
     with FlopCounterMode(display=False) as flop_count:
         evaluate()
     loss_batches, decoding_batches = batches(tokens, batch_size)
     return {"kernels": ops - views, "waits": counter.waits, "gflop": round(flop_count.get_total_flops() * scale / 1e9, 1),
-            "recurrent_calls": len(calls), "tokens": tokens, "window": window, "stride": stride,
+            "recurrent_calls": recurrent_calls, "tokens": tokens, "window": window, "stride": stride,
             "batch": batch_size, "loss_batches": loss_batches, "decoding_batches": decoding_batches}
 
 
