@@ -75,7 +75,8 @@ def dev_eval_s(kit: dict[str, Any], name: str, experiment: str) -> tuple[float, 
         return (float(counts["kernels"]) * float(facts["kernel_us"]) * 1e-6
                 + float(counts["gflop"]) / (float(facts["tflops"]) * 1e3))
 
-    measured, counted = facts["measured"].get(experiment), facts["counted"].get(name) or facts["counted"].get(experiment)
+    measured = facts["measured"].get(experiment)
+    counted = facts["counted"].get(name) or facts["counted"].get(experiment)
     if measured is None or counted is None:
         assumed = facts["assumed_s"]
         return float(assumed.get(experiment, assumed["default"])), "assumed"
@@ -127,7 +128,8 @@ def plan_rows(params: dict[str, Any], names: Sequence[str], num_tokens: int, *, 
         own_s = steps / rate if rate > 0 else float("inf")
         per_epoch = max(1, schedule_steps(num_tokens, train) // int(train["epochs"]))
         evaluations = steps // int(train["eval_every_steps"]) + min(int(train["epochs"]), -(-steps // per_epoch))
-        measured_eval_s = (known.get("eval_s") or {}).get(name) or (known.get("eval_s") or {}).get((experiment, tokens))
+        leases_eval_s = known.get("eval_s") or {}
+        measured_eval_s = leases_eval_s.get(name) or leases_eval_s.get((experiment, tokens))
         eval_s, eval_from = (float(measured_eval_s), "measured") if measured_eval_s else dev_eval_s(kit, name, experiment)
         rows.append({"name": name, "experiment": experiment, "batch": f"{train['batch_size']} x {train['seq_len']}",
                      "steps": steps, "requested": wanted, "mode": planned, "note": note, "rates": rates,
@@ -213,7 +215,8 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_
         mode = row["mode"] + (f" ({row['note']})" if row["note"] else "")
         lines.append(f"| {row['name']} | {row['batch']} | {row['steps']:,} | {mode} | {eager:.1f} ({eager_from}) | "
                      + (f"{graph:.0f} ({graph_from})" if graph else "–") + f" | {ratio} | {_seconds(row['busy_s'])} | "
-                     f"{row['evaluations']} x {row['eval_each_s']:.1f} ({row['eval_from']}) = {_seconds(row['eval_s'])} | "
+                     f"{row['evaluations']} x {row['eval_each_s']:.1f} ({row['eval_from']}) = "
+                     f"{_seconds(row['eval_s'])} | "
                      f"{_seconds(ends[row['name']]) if row['name'] in ends else '–'} | {verdict} |")
     busy_all = sum(row["busy_s"] for row in rows)
     busy_chosen = sum(row["busy_s"] for row in rows if row["name"] in selected)

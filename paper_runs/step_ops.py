@@ -2,7 +2,7 @@
 
     python -m paper_runs.step_ops                       # the twelve paper runs (CPU, about a minute)
     python -m paper_runs.step_ops --runs wrn,wrn_blstm --json
-    python -m paper_runs.step_ops --dev-eval            # one dev evaluation of each run instead (CPU, ~3 minutes)
+    python -m paper_runs.step_ops --dev-eval            # one dev evaluation of each run instead (CPU, ~2 minutes)
 
 The paper runs on a shared GPU are bound by kernel launches and by waits for the device, not by arithmetic
 (paper_runs/README.md), so how many operators a step dispatches is the lever on their steps/s that a CPU
@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import sys
 from types import SimpleNamespace
 from typing import Any
@@ -171,7 +172,8 @@ def count_dev_eval(model_config: dict[str, Any], train: dict[str, Any], *, windo
     window, stride = config.decode_window or window, config.decode_stride or stride
 
     def batches(n: int, size: int) -> tuple[int, int]:  # (loss batches, decoding batches)
-        return -(-(-(-n // window)) // size), -(-len(window_starts(n, window, stride)) // size)
+        loss_windows, decoding_windows = math.ceil(n / window), len(window_starts(n, window, stride))
+        return math.ceil(loss_windows / size), math.ceil(decoding_windows / size)
 
     if scale > 1 and batches(tokens // scale, batch_size // scale) != batches(tokens, batch_size):
         scale = 1
@@ -184,15 +186,17 @@ def count_dev_eval(model_config: dict[str, Any], train: dict[str, Any], *, windo
                                ids=rng.integers(2, VOCAB_SIZE, n), labels=rng.integers(0, len(LABELS), n),
                                words=["word"] * n if model.reads_words else None)
 
-    def evaluate() -> None:
-        evaluate_on_tokens(model, features, window=window, stride=stride, label_smoothing=config.label_smoothing,
-                           device=torch.device("cpu"), batch_size=size)
+    flop_count = FlopCounterMode(display=False)
+
+    def evaluate() -> None:  # its operators and its arithmetic counted in one pass
+        with flop_count:
+            evaluate_on_tokens(model, features, window=window, stride=stride, label_smoothing=config.label_smoothing,
+                               device=torch.device("cpu"), batch_size=size)
 
     counter, ops, views, recurrent_calls = _count_as_cuda(model, evaluate, backward=False)
-    with FlopCounterMode(display=False) as flop_count:
-        evaluate()
     loss_batches, decoding_batches = batches(tokens, batch_size)
-    return {"kernels": ops - views, "waits": counter.waits, "gflop": round(flop_count.get_total_flops() * scale / 1e9, 1),
+    gflop = round(flop_count.get_total_flops() * scale / 1e9, 1)
+    return {"kernels": ops - views, "waits": counter.waits, "gflop": gflop,
             "recurrent_calls": recurrent_calls, "tokens": tokens, "window": window, "stride": stride,
             "batch": batch_size, "loss_batches": loss_batches, "decoding_batches": decoding_batches}
 
@@ -240,16 +244,17 @@ def _print_dev_evals(params: dict[str, Any], names: list[str], *, as_json: bool)
     counted: dict[str, dict[str, Any]] = {}
     for name in names:
         model_config, train = run_config(params, name)
-        key = json.dumps([model_config, train, PAPER_RUNS[name].feature_set == "learned"], sort_keys=True, default=str)
+        learned = PAPER_RUNS[name].feature_set == "learned"
+        key = json.dumps([model_config, train, learned], sort_keys=True, default=str)
         if key not in counted:  # the Transformers of one reading differ by input only
-            counted[key] = count_dev_eval(model_config, train, window=window, stride=stride,
-                                          learned=PAPER_RUNS[name].feature_set == "learned")
+            counted[key] = count_dev_eval(model_config, train, window=window, stride=stride, learned=learned)
         row = counted[key]
         if as_json:
             print(json.dumps({"run": name, **row}), flush=True)
         else:
             print(f"| {name} | {row['tokens']:,} | {row['window']} / {row['stride']} | {row['loss_batches']}, "
-                  f"{row['decoding_batches']} | {row['kernels']:,} | {row['waits']} | {row['gflop']:,.0f} |", flush=True)
+                  f"{row['decoding_batches']} | {row['kernels']:,} | {row['waits']} | {row['gflop']:,.0f} |",
+                  flush=True)
     return 0
 
 

@@ -37,8 +37,8 @@ TINY_MODELS = {
 #: a lease long enough for a rehearsal on a slow CPU (the training deadline derived: 3,600 - 60 - 60 - 20 = 3,460 s)
 GPU_KIT = {"pack_limit_mib": 56, "travel_limit_mib": 64, "tarball_limit_mib": 16, "lease_s": 7200, "command_s": 3600,
            "allowance_s": {"machine_start": 60, "unpack": 60, "scoring": 60, "collect": 20, "margin": 60},
-           "run_start_s": 5,
-           "dev_eval": {"kernel_us": 40, "tflops": 100, "assumed_s": {"default": 1.0}, "measured": {}, "counted": {}}, "collect_wait_s": 60, "measure_timeout_s": 300,
+           "run_start_s": 5, "collect_wait_s": 60, "measure_timeout_s": 300,
+           "dev_eval": {"kernel_us": 40, "tflops": 100, "assumed_s": {"default": 1.0}, "measured": {}, "counted": {}},
            "log_tail_kib": 8, "rates_dir": "metrics/gpu/leases", "assumed_steps_per_s": {"default": 5.0, "transformer": 2.0},
            "graph": {"kernel_us": 4.0, "tflops": 100, "recurrent_step_us": 15, "time_slice_overhead": 1.15,
                      "experiments": {"transformer": {"kernels": 1000, "mflop_per_token": 100}}}}
