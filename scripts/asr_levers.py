@@ -80,7 +80,8 @@ CLASSES = ("COMMA", "PERIOD", "QUESTION")
 
 def run_configs(params: dict, run: str, train_sets: dict, model_sets: dict) -> dict[str, tuple[dict, dict]]:
     """``{"minilm": (model, train), "minilm_words": (model, train)}`` of ``run``: params' settings, the run's
-    levers and ``train_sets`` over both phases' ``train``, ``model_sets`` over both models."""
+    levers and ``train_sets`` over both phases' ``train`` (a setting keyed by a phase's name over that phase only),
+    ``model_sets`` over both models."""
     levers = {**RUNS[run][1], **train_sets}
     own = {phase: levers.pop(phase) for phase in (EXPERIMENT, TUNING) if phase in levers}  # one phase's settings
     model, train = experiment_config(params, EXPERIMENT)
@@ -94,10 +95,10 @@ def run_configs(params: dict, run: str, train_sets: dict, model_sets: dict) -> d
 
 def settings_text(levers: dict) -> str:
     """``key=value, ...`` of a run's settings, a phase's own as ``phase.key=value``."""
-    flat = [(f"{key}.{inner}", value) for key, each in levers.items() if isinstance(each, dict)
-            for inner, value in each.items()]
-    return ", ".join(f"{key}={value}" for key, value in
-                     [*((k, v) for k, v in levers.items() if not isinstance(v, dict)), *flat]) or "–"
+    pairs = [(key, value) for key, value in levers.items() if not isinstance(value, dict)]
+    pairs += [(f"{phase}.{key}", value) for phase, own in levers.items() if isinstance(own, dict)
+              for key, value in own.items()]
+    return ", ".join(f"{key}={value}" for key, value in pairs) or "–"
 
 
 def decoded_again(baseline_dir: Path, run: str, work: Path) -> Path:

@@ -218,7 +218,7 @@ def test_a_record_carries_the_step_mode_and_why(tmp_path):
     assert older["step_mode"] is None and older["full_schedule"] is False  # a trainer that does not record it
 
 
-def test_the_committed_plan_of_the_next_lease_is_what_plan_writes_now(tmp_path, capsys):
+def test_the_committed_plan_of_the_next_lease_is_what_plan_writes_now(tmp_path):
     from paper_runs import __main__ as paper
 
     committed = (REPO / "metrics/gpu/next_lease.md").read_text(encoding="utf-8")
