@@ -20,10 +20,14 @@ file's own): the same seed, steps and data for every run. The levers:
   of it (four per token, twice the decoding work). Recorded in the model directory: dev model selection, the
   evaluate stage and ``punctuate`` all decode so.
 
-Two runs are not levers but **budget points**: ``steps2x`` and ``steps3x`` train the fine-tuning phase longer
-(2,000 steps, and its whole two-epoch schedule of 2,626), what the issue's targets would cost in training compute
-(:data:`TRAINING_COST`); no verdict keeps them, and their Ref and ASR (the figures the targets are stated in)
-choose nothing.
+Every run is measured against one baseline, the fine-tuning of 1,000 steps the levers were first measured with
+(:data:`STUDY_BASELINE`, under each run's own settings), whatever params.yaml holds now. Three runs spend training
+time instead: ``steps1350`` the 5 minutes the issue lets the default pipeline grow (kept, like a lever, only when it
+raised dev F1 on every seed of at least two within :data:`MAX_EXTRA_TRAINING_S` of both phases' wall time, and now
+the default), ``batch8`` the same words in half-size batches at twice the steps; ``steps2x`` and ``steps3x`` are
+**budget points**, the fine-tuning at 2,000 steps and its whole two-epoch schedule of 2,626, what the issue's
+targets would cost in training compute (:data:`TRAINING_COST`): no verdict keeps them, and their Ref and ASR (the
+figures the targets are stated in) choose nothing.
 
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
 test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:
@@ -52,6 +56,9 @@ from experiments.params import experiment_config, load_params, merged, tuning_co
 from training.config import parse_setting  # noqa: E402
 
 EXPERIMENT, TUNING = "minilm", "minilm_words"
+#: the default every lever was measured against (params.yaml's fine-tuning before ``steps1350`` was kept): each
+#: run is params.yaml with these settings, then its own, so a finished run means what it meant when it ran
+STUDY_BASELINE: dict[str, dict[str, Any]] = {EXPERIMENT: {"max_steps": 1000}}
 #: name -> (what it is, train settings over both phases)
 RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "baseline": ("params.yaml as it stands (every lever off)", {}),
@@ -65,6 +72,12 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                        {"decode_combine": "sum"}),
     "combine_decode_stride25": ("the baseline's model decoded with logits summed, windows every 25 tokens",
                                 {"decode_combine": "sum", "decode_stride": 25}),
+    # the same words seen in smaller, more frequent updates: not more compute, but more host work per word
+    "batch8": ("half the batch (8 windows), twice the steps (2,000, warm-up 100): the same words seen, the same "
+               "peak rate", {EXPERIMENT: {"batch_size": 8, "max_steps": 2000, "warmup_steps": 100}}),
+    # the pipeline's 5-minute allowance spent on the fine-tuning: ~0.75 s a step with its dev evaluations
+    "steps1350": ("the fine-tuning 1,350 steps: the 5 minutes the issue allows the pipeline to grow, spent on "
+                  "training", {EXPERIMENT: {"max_steps": 1350}}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
@@ -83,13 +96,14 @@ def run_configs(params: dict, run: str, train_sets: dict, model_sets: dict) -> d
     levers and ``train_sets`` over both phases' ``train`` (a setting keyed by a phase's name over that phase only),
     ``model_sets`` over both models."""
     levers = {**RUNS[run][1], **train_sets}
-    own = {phase: levers.pop(phase) for phase in (EXPERIMENT, TUNING) if phase in levers}  # one phase's settings
+    own = {phase: {**STUDY_BASELINE.get(phase, {}), **levers.pop(phase, {})}  # one phase's settings
+           for phase in (EXPERIMENT, TUNING)}
     model, train = experiment_config(params, EXPERIMENT)
     _, tuned_model, tuned_train = tuning_config(params, TUNING)
     configs = {}
     for phase, (phase_model, phase_train) in ((EXPERIMENT, (model, train)), (TUNING, (tuned_model, tuned_train))):
         configs[phase] = (merged(phase_model, model_sets, f"--model-set ({phase})", "model"),
-                          merged(phase_train, {**levers, **own.get(phase, {})}, f"run {run} ({phase})", "train"))
+                          merged(phase_train, {**levers, **own[phase]}, f"run {run} ({phase})", "train"))
     return configs
 
 
@@ -153,12 +167,29 @@ def score_dev(model_dir: Path, features: Path, batch_size: int) -> dict[str, Any
     return result["scores"]
 
 
+def pipeline_phases(model_dir: Path, configs: dict[str, tuple[dict, dict]]) -> dict[str, Any] | None:
+    """Both phases' settings and metrics of the pipeline's tuned model ``model_dir`` (and the ``minilm`` model it
+    started from), or None unless both were trained with ``configs``' train settings."""
+    from training.config import TrainConfig
+
+    recorded = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    source = Path((recorded.get("initialised_from") or {}).get("path", "")) / "config.json"  # its minilm
+    if not source.is_file():
+        return None
+    started = json.loads(source.read_text(encoding="utf-8"))
+    for phase, config in ((TUNING, recorded), (EXPERIMENT, started)):
+        if TrainConfig.from_mapping(config["train"]) != TrainConfig.from_mapping(configs[phase][1]):
+            return None
+    return {phase: {"train": config["train"], "metrics": config.get("metrics", {}), "timings": {}}
+            for phase, config in ((EXPERIMENT, started), (TUNING, recorded))}
+
+
 def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """Both phases of ``run`` with ``seed`` (resumable), then the tuned model scored on ``args.splits``.
 
-    A decode-only run (:data:`DECODE_ONLY`) scores the baseline's model of ``seed`` decoded its way; the baseline
-    of the params' own seed is the pipeline's model when ``--baseline-model`` names it (training it again here
-    would give the same bytes on the CPU)."""
+    A decode-only run (:data:`DECODE_ONLY`) scores the baseline's model of ``seed`` decoded its way. The run whose
+    settings the pipeline trained ``--pipeline-model`` with (both phases, checked) is that model for the params' own
+    seed: training it again here would give the same bytes on the CPU."""
     from training import train_model
 
     work = args.work / f"{run}_seed{seed}"
@@ -168,20 +199,13 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
         return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
                 "phases": baseline["phases"], "scores": score(params, model_dir, work, args, args.splits)}
     configs = run_configs(params, run, {**dict(args.train_set), "seed": seed}, dict(args.model_set))
-    if run == "baseline" and args.baseline_model and seed == int(experiment_config(params, EXPERIMENT)[1]["seed"]):
-        model_dir = args.baseline_model
-        recorded = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-        from training.config import TrainConfig
-
-        if TrainConfig.from_mapping(recorded["train"]) != TrainConfig.from_mapping(configs[TUNING][1]):
-            raise SystemExit(f"error: {model_dir} was not trained with the baseline's settings")
-        source = Path((recorded.get("initialised_from") or {}).get("path", "")) / "config.json"  # its minilm
-        source_metrics = json.loads(source.read_text(encoding="utf-8")).get("metrics", {}) if source.is_file() else {}
-        phases = {TUNING: {"train": recorded["train"], "metrics": recorded.get("metrics", {}), "timings": {}},
-                  EXPERIMENT: {"train": configs[EXPERIMENT][1], "metrics": source_metrics, "timings": {}}}
-        return {"run": run, "seed": seed, "what": RUNS[run][0] + " (the pipeline's own model)", "levers": {},
-                "model_dir": str(model_dir), "phases": phases,
-                "scores": score(params, model_dir, work, args, args.splits)}
+    if args.pipeline_model and seed == int(experiment_config(params, EXPERIMENT)[1]["seed"]):
+        phases = pipeline_phases(args.pipeline_model, configs)
+        if phases is not None:
+            return {"run": run, "seed": seed, "what": RUNS[run][0] + " (the pipeline's own model)",
+                    "levers": RUNS[run][1], "model_dir": str(args.pipeline_model), "phases": phases,
+                    "scores": score(params, args.pipeline_model, work, args, args.splits)}
+        print(f"   {args.pipeline_model} was trained with other settings than {run}'s: training {run}", flush=True)
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
     trained = {}
     for phase, features, init_from in ((EXPERIMENT, args.features, None),
@@ -274,12 +298,29 @@ DECODING_COST = {"combine_stride25": 2.0, "combine_decode_stride25": 2.0}
 MAX_DECODING_COST = 1.2
 #: runs that train longer than the baseline: budget points, which no verdict keeps (the issue's CPU budget)
 TRAINING_COST = {"steps2x": 2.0, "steps3x": 2.6}
+#: the most training time a kept lever may add, in seconds over the baseline's (the issue: the default pipeline
+#: grows by at most 5 minutes)
+MAX_EXTRA_TRAINING_S = 300.0
+
+
+def training_wall_s(result: dict) -> float | None:
+    """Both phases' wall seconds of a trained run (training, its dev evaluations and checkpoints), None where a
+    phase has no timings (the pipeline's own model, a decode-only run)."""
+    walls = [phase.get("timings", {}).get("wall_seconds") for phase in result["phases"].values()]
+    return None if not walls or None in walls else float(sum(walls))
+
+
+def mean_wall_s(results: list[dict], run: str) -> float | None:
+    """The mean of :func:`training_wall_s` over ``run``'s seeds that have one."""
+    walls = [wall for r in results if r["run"] == run and (wall := training_wall_s(r)) is not None]
+    return sum(walls) / len(walls) if walls else None
 
 
 def verdicts(results: list[dict], split: str = "dev") -> list[str]:
     """What each lever's runs say on ``split``: its change against the baseline of the same seed, per seed. A lever
     is kept only when it raised F1 on every seed of at least two, and decodes within 1.2x the baseline's work."""
     baseline = {r["seed"]: overall_f1(r, split) for r in results if r["run"] == "baseline" and split in r["scores"]}
+    baseline_wall = mean_wall_s(results, "baseline")
     lines = []
     for run in dict.fromkeys(r["run"] for r in results if r["run"] != "baseline"):
         changes = {r["seed"]: overall_f1(r, split) - baseline[r["seed"]] for r in results
@@ -289,8 +330,12 @@ def verdicts(results: list[dict], split: str = "dev") -> list[str]:
         deltas = list(changes.values())
         mean = sum(deltas) / len(deltas)
         said = ", ".join(f"{d:+.1f}" for d in deltas)
+        wall = mean_wall_s(results, run)
+        extra = None if wall is None or baseline_wall is None else wall - baseline_wall
         if TRAINING_COST.get(run, 1.0) > 1.0:
             why = f"not a lever: {TRAINING_COST[run]:g}x the fine-tuning steps, outside the CPU budget"
+        elif extra is not None and extra > MAX_EXTRA_TRAINING_S:
+            why = f"not kept: {extra:+.0f} s of training, over the pipeline's {MAX_EXTRA_TRAINING_S:.0f} s allowance"
         elif DECODING_COST.get(run, 1.0) > MAX_DECODING_COST:
             why = f"not kept: {DECODING_COST[run]:g}x the decoding work"
         elif all(d <= 0 for d in deltas):
@@ -301,14 +346,19 @@ def verdicts(results: list[dict], split: str = "dev") -> list[str]:
             why = "not kept yet: one seed"
         else:
             why = "**kept**"
+        cost = f"; training {extra:+.0f} s" if extra is not None and abs(extra) >= 30 else ""
         lines.append(f"- `{run}`: {split} Δ F1 {said} (seed{'s' if len(deltas) > 1 else ''} "
                      f"{', '.join(map(str, changes))}; "
-                     f"mean {mean:+.2f}): {why}")
+                     f"mean {mean:+.2f}{cost}): {why}")
     spread = sorted(baseline.values())
     head = (f"The baseline itself over {len(spread)} seeds: {' / '.join(f'{f:.1f}' for f in spread)} ({split} F1). "
             if len(spread) > 1 else "")
-    return [head + "A lever is kept when it raised dev F1 on every seed of at least two and decodes within "
-            f"{MAX_DECODING_COST:g}x the baseline's work (`punctuate`'s speed):", "", *lines]
+    walls = "" if not baseline_wall else (
+        f" (training: both phases' wall time on 2 cores, on the machine each run ran on, against the baseline's "
+        f"mean, {baseline_wall / 60:.1f} min, where it differs by 30 s or more)")
+    return [head + "A lever is kept when it raised dev F1 on every seed of at least two, decodes within "
+            f"{MAX_DECODING_COST:g}x the baseline's work (`punctuate`'s speed) and adds at most "
+            f"{MAX_EXTRA_TRAINING_S / 60:g} minutes of training (the pipeline's allowance){walls}:", "", *lines]
 
 
 def split_tables(results: list[dict], splits: list[str]) -> list[tuple[list[dict], list[str]]]:
@@ -348,9 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prepared", type=Path, default=Path("data/prepared"), help="the scored splits' words")
     parser.add_argument("--splits", nargs="+", default=["dev"], help="splits scored (dev; ref asr: only at the end)")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--baseline-model", type=Path,
-                        help=f"the pipeline's own {TUNING} model directory: the baseline of params' seed "
-                             "(not trained again)")
+    parser.add_argument("--pipeline-model", "--baseline-model", dest="pipeline_model", type=Path,
+                        help=f"the pipeline's own {TUNING} model directory: the run of params' seed trained with "
+                             "its settings (not trained again)")
     parser.add_argument("--work", type=Path, default=Path("runs/asr_levers"), help="the trained models")
     parser.add_argument("--out", type=Path, default=Path("reports/asr_levers"), help="the results (JSON, markdown)")
     parser.add_argument("--train-set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",

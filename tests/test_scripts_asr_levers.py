@@ -4,6 +4,7 @@ of the same seed, and its figure."""
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 from pathlib import Path
 
@@ -161,3 +162,55 @@ def test_a_budget_point_trains_one_phase_longer_and_is_never_kept():
     verdict = next(line for line in asr_levers.verdicts(results) if line.startswith("- `steps2x`"))
     assert "+2.3, +2.1" in verdict and "not a lever: 2x the fine-tuning steps" in verdict  # raised on both seeds
     assert "| steps2x | 1 | minilm.max_steps=2000 | 67.0 |" in asr_levers.table(results, ["dev"])
+
+
+def timed(run, seed, dev, walls, levers=None):
+    """A run whose two phases took ``walls`` wall seconds (minilm, minilm_words)."""
+    done = result(run, seed, dev, levers)
+    for phase, wall in zip(("minilm", "minilm_words"), walls):
+        done["phases"][phase]["timings"] = {"wall_seconds": wall}
+    return done
+
+
+def test_a_lever_that_trains_longer_is_kept_only_within_the_pipelines_allowance():
+    untimed_pipeline_model = result("baseline", 1, 0.647)  # the pipeline's own model: no timings, not averaged
+    results = [untimed_pipeline_model, timed("baseline", 2, 0.647, (740, 100)), timed("baseline", 3, 0.640, (760, 100)),
+               timed("batch8", 2, 0.655, (880, 100)), timed("batch8", 3, 0.650, (900, 100)),      # +140 s
+               timed("slow", 2, 0.660, (1200, 100)), timed("slow", 3, 0.660, (1100, 100)),        # +400 s
+               timed("quick", 2, 0.650, (745, 100)), timed("quick", 3, 0.645, (750, 105))]        # within 30 s
+    assert asr_levers.training_wall_s(untimed_pipeline_model) is None
+    assert asr_levers.mean_wall_s(results, "baseline") == 850.0
+    said = {line.split("`")[1]: line for line in asr_levers.verdicts(results) if line.startswith("- `")}
+    assert said["batch8"].endswith("(seeds 2, 3; mean +0.90; training +140 s): **kept**")
+    assert said["slow"].endswith("training +400 s): not kept: +400 s of training, over the pipeline's 300 s allowance")
+    assert said["quick"].endswith("(seeds 2, 3; mean +0.40): **kept**")  # a difference under 30 s is not reported
+    assert "the baseline's mean, 14.2 min" in asr_levers.verdicts(results)[0]
+
+
+def test_every_run_is_measured_against_the_study_baseline_whatever_params_holds_now():
+    params = load_params(REPO / "params.yaml")
+    base = asr_levers.run_configs(params, "baseline", {"seed": 1}, {})
+    assert base["minilm"][1]["max_steps"] == asr_levers.STUDY_BASELINE["minilm"]["max_steps"] == 1000
+    for steps in (1350, 2000):  # whatever the default fine-tuning has become, the baseline run is the same
+        moved = copy.deepcopy(params)
+        moved["profiles"][moved["profile"]]["experiments"]["minilm"]["train"]["max_steps"] = steps
+        assert asr_levers.run_configs(moved, "steps2x", {"seed": 1}, {})["minilm"][1]["max_steps"] == 2000
+        assert asr_levers.run_configs(moved, "baseline", {"seed": 1}, {}) == base
+    longer = asr_levers.run_configs(params, "steps1350", {"seed": 1}, {})
+    assert longer["minilm"][1]["max_steps"] == 1350 and longer["minilm_words"] == base["minilm_words"]
+
+
+def test_the_pipelines_model_stands_for_the_run_whose_settings_trained_both_its_phases(tmp_path):
+    params = load_params(REPO / "params.yaml")
+    configs = asr_levers.run_configs(params, "steps1350", {"seed": 1}, {})
+    started, tuned = tmp_path / "minilm", tmp_path / "minilm_words"
+    started.mkdir(), tuned.mkdir()
+    (started / "config.json").write_text(json.dumps({"train": configs["minilm"][1], "metrics": {"steps": 1350}}))
+    (tuned / "config.json").write_text(json.dumps({"train": configs["minilm_words"][1], "metrics": {"steps": 400},
+                                                   "initialised_from": {"path": str(started)}}))
+    phases = asr_levers.pipeline_phases(tuned, configs)
+    assert phases["minilm"]["metrics"] == {"steps": 1350} and phases["minilm_words"]["metrics"] == {"steps": 400}
+    # the same tuning from another fine-tuning (the baseline's 1,000 steps) is not this run's model
+    assert asr_levers.pipeline_phases(tuned, asr_levers.run_configs(params, "baseline", {"seed": 1}, {})) is None
+    (started / "config.json").unlink()
+    assert asr_levers.pipeline_phases(tuned, configs) is None  # the model it started from is gone: unknown
