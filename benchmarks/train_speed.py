@@ -3,6 +3,7 @@
     python -m benchmarks.train_speed --tiny                                     # CPU, seconds (what CI runs)
     python -m benchmarks.train_speed --profile paper --full                     # a GPU, every paper schedule
     python -m benchmarks.train_speed --profile paper --experiments transformer --steps 2000
+    python -m benchmarks.train_speed --experiments minilm --steps 60 --model-set dropout=0.0   # a model setting
 
 Each experiment is trained by :func:`training.train_model` exactly as ``pipeline.train`` does (the
 same loop, dev evaluations, checkpoints and model directory), on ``--features`` (the pipeline's cache) or, with
@@ -211,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default=None, help="auto, cpu, cuda (default: the profile's; cpu with --tiny)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a train setting of every experiment (e.g. compile=default)")
+    parser.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a model setting of every experiment (e.g. dropout=0.0)")
     parser.add_argument("--peak-tflops", type=float, default=None, help="the device's peak, for the MFU")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     args = parser.parse_args(argv)
@@ -220,10 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     params = load_params(args.params, profile=args.profile)
     names = args.experiments or (list(TINY_EXPERIMENTS) if args.tiny else list(params["experiments"]))
     steps = None if args.full else (args.steps if args.steps is not None else (30 if args.tiny else 200))
-    overrides = {}
-    for item in args.set:
-        key, _, value = item.partition("=")
-        overrides[key] = yaml.safe_load(value)
+    overrides, model_overrides = {}, {}
+    for items, into in ((args.set, overrides), (args.model_set, model_overrides)):
+        for item in items:
+            key, _, value = item.partition("=")
+            into[key] = yaml.safe_load(value)
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
     scratch = tempfile.TemporaryDirectory(prefix="train_speed_") if args.work is None else None
     work = Path(scratch.name) if scratch else args.work
@@ -237,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
                 model_config = merged(model_config, TINY_MODELS.get(name, {}), f"--tiny {name}", "model")
                 train_settings.update({**TINY_TRAIN, "max_steps": None})
             train_settings.update(overrides)
+            model_config = merged(model_config, model_overrides, "--model-set", "model")
             if args.device:
                 train_settings["device"] = args.device
             device = choose_device(str(train_settings["device"]))
@@ -246,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                            stride=stride, steps=steps, peak=peak_tflops(device, args.peak_tflops),
                            profile="tiny" if args.tiny else params["profile"])
             line["benchmark_s"] = round(time.perf_counter() - started, 1)
+            line["model_set"], line["train_set"] = model_overrides, overrides  # what the figures were measured with
             print(json.dumps(line), flush=True)
     finally:
         if scratch is not None:

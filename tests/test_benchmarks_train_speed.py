@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks import train_speed
+from experiments.params import ParamsError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -24,6 +27,18 @@ def test_the_tiny_benchmark_prints_one_json_line_per_experiment(tmp_path, capsys
         assert line["peak_memory_bytes"] > 0 and line["dev_evaluations"] >= 1
         assert 0 < line["eval_share"] < 1 and 0 <= line["checkpoint_share"] < 1
         assert line["projected_schedule_s"] > 0
+
+
+def test_a_model_setting_reaches_the_trained_model_and_is_printed_beside_its_figures(tmp_path, capsys):
+    argv = ["--tiny", "--params", str(REPO / "params.yaml"), "--experiments", "blstm", "--steps", "4",
+            "--work", str(tmp_path)]
+    assert train_speed.main([*argv, "--model-set", "hidden=8", "--set", "lr=0.01"]) == 0
+    line = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert line["model_set"] == {"hidden": 8} and line["train_set"] == {"lr": 0.01}
+    config = json.loads((tmp_path / "runs" / "blstm" / "model" / "config.json").read_text(encoding="utf-8"))
+    assert config["model"]["hidden"] == 8 and config["train"]["lr"] == 0.01
+    with pytest.raises(ParamsError, match="no_such_setting"):  # a setting the model lacks is an error, not ignored
+        train_speed.main([*argv, "--model-set", "no_such_setting=1"])
 
 
 def test_recurrent_layers_are_counted_analytically():

@@ -184,7 +184,7 @@ def test_a_lever_that_trains_longer_is_kept_only_within_the_pipelines_allowance(
     assert said["batch8"].endswith("(seeds 2, 3; mean +0.90; training +140 s): **kept**")
     assert said["slow"].endswith("training +400 s): not kept: +400 s of training, over the pipeline's 300 s allowance")
     assert said["quick"].endswith("(seeds 2, 3; mean +0.40): **kept**")  # a difference under 30 s is not reported
-    assert "the baseline's mean, 14.2 min" in asr_levers.verdicts(results)[0]
+    assert "the baseline's mean on the same machine, 14.2 min on the study's" in asr_levers.verdicts(results)[0]
 
 
 def test_every_run_is_measured_against_the_study_baseline_whatever_params_holds_now():
@@ -205,12 +205,59 @@ def test_the_pipelines_model_stands_for_the_run_whose_settings_trained_both_its_
     configs = asr_levers.run_configs(params, "steps1350", {"seed": 1}, {})
     started, tuned = tmp_path / "minilm", tmp_path / "minilm_words"
     started.mkdir(), tuned.mkdir()
-    (started / "config.json").write_text(json.dumps({"train": configs["minilm"][1], "metrics": {"steps": 1350}}))
-    (tuned / "config.json").write_text(json.dumps({"train": configs["minilm_words"][1], "metrics": {"steps": 400},
+    (started / "config.json").write_text(json.dumps({"model": configs["minilm"][0], "train": configs["minilm"][1],
+                                                     "metrics": {"steps": 1350}}))
+    (tuned / "config.json").write_text(json.dumps({"model": configs["minilm_words"][0],
+                                                   "train": configs["minilm_words"][1], "metrics": {"steps": 400},
                                                    "initialised_from": {"path": str(started)}}))
     phases = asr_levers.pipeline_phases(tuned, configs)
     assert phases["minilm"]["metrics"] == {"steps": 1350} and phases["minilm_words"]["metrics"] == {"steps": 400}
     # the same tuning from another fine-tuning (the baseline's 1,000 steps) is not this run's model
     assert asr_levers.pipeline_phases(tuned, asr_levers.run_configs(params, "baseline", {"seed": 1}, {})) is None
+    # the same train settings with another model setting (dropout off) is not this run's model either
+    nodropout = asr_levers.run_configs(params, "nodropout1600", {"seed": 1}, {})
+    nodropout["minilm"] = (nodropout["minilm"][0], configs["minilm"][1])
+    assert nodropout["minilm_words"][1] == configs["minilm_words"][1]
+    assert asr_levers.pipeline_phases(tuned, nodropout) is None
     (started / "config.json").unlink()
     assert asr_levers.pipeline_phases(tuned, configs) is None  # the model it started from is gone: unknown
+
+
+def test_a_runs_model_settings_go_over_both_phases_models_and_its_train_settings_stay():
+    params = load_params(REPO / "params.yaml")
+    base = asr_levers.run_configs(params, "baseline", {"seed": 1}, {})
+    off = asr_levers.run_configs(params, "nodropout", {"seed": 1}, {})
+    longer = asr_levers.run_configs(params, "nodropout1600", {"seed": 1}, {})
+    for phase in ("minilm", "minilm_words"):
+        assert base[phase][0]["dropout"] == 0.1 and off[phase][0]["dropout"] == 0.0
+        assert {key for key in base[phase][0] if base[phase][0][key] != off[phase][0][key]} == {"dropout"}
+        assert off[phase][1] == base[phase][1]  # a model setting is not a train setting
+        assert longer[phase][0] == off[phase][0]
+    assert longer["minilm"][1]["max_steps"] == 1600 and longer["minilm_words"][1] == base["minilm_words"][1]
+    # the call's --model-set goes over the run's own
+    assert asr_levers.run_configs(params, "nodropout", {}, {"dropout": 0.2})["minilm"][0]["dropout"] == 0.2
+    assert asr_levers.settings_text(asr_levers.RUNS["nodropout1600"][1]) == "model.dropout=0.0, minilm.max_steps=1600"
+
+
+def test_a_lever_with_a_reference_is_measured_against_it_and_its_time_only_on_one_machine(monkeypatch):
+    monkeypatch.setattr(asr_levers, "REFERENCE", {"faster": "longer"})
+    study, other = "AMD EPYC, 2 cores, AVX-512", "AMD EPYC, 2 cores, no AVX-512"
+
+    def on(machine, done):
+        return {**done, "machine": machine}
+
+    results = [timed("baseline", 1, 0.640, (700, 100)), timed("baseline", 2, 0.640, (700, 100)),
+               timed("longer", 1, 0.650, (900, 100)), timed("longer", 2, 0.660, (900, 100)),
+               on(other, timed("faster", 1, 0.655, (2700, 300))), on(other, timed("faster", 2, 0.665, (2700, 300))),
+               on(study, timed("baseline", 3, 0.640, (700, 100))), on(study, timed("quicker", 3, 0.650, (710, 100)))]
+    said = {line.split("`")[1]: line for line in asr_levers.verdicts(results) if line.startswith("- `")}
+    # +0.5 on both seeds against `longer` (+1.5, +2.5 against the baseline); 3,000 s on a machine without a baseline
+    assert said["faster"].startswith("- `faster`: dev Δ F1 against `longer` +0.5, +0.5 (seeds 1, 2; mean +0.50; "
+                                     f"trained on {other}, where no baseline ran: its time not compared)")
+    assert said["faster"].endswith("not kept yet: no baseline trained on its machine to compare its training time with")
+    assert "training +200 s" in said["longer"] and said["longer"].endswith("**kept**")
+    assert said["quicker"].endswith("(seed 3; mean +1.00): not kept yet: one seed")  # 10 s: against seed 3's own
+    assert asr_levers.machine_of(results[0]) == asr_levers.UNRECORDED_MACHINE
+    assert asr_levers.mean_wall_s(results, "baseline") == 800.0
+    assert asr_levers.mean_wall_s(results, "baseline", asr_levers.UNRECORDED_MACHINE) == 800.0
+    assert asr_levers.mean_wall_s(results, "baseline", other) is None
