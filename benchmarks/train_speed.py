@@ -46,7 +46,7 @@ from experiments.params import experiment_config, load_params, merged
 from models import build_model
 from training import choose_device, train_model
 from training.batches import schedule_steps
-from training.config import TrainConfig
+from training.config import TrainConfig, parse_setting
 
 #: dense bf16 peak TFLOP/s by device name (substring, first match)
 PEAK_TFLOPS = (("H100 PCIe", 756.0), ("H100", 989.4), ("H200", 989.4), ("GH200", 989.4), ("A100", 312.0),
@@ -210,24 +210,18 @@ def main(argv: list[str] | None = None) -> int:
     length.add_argument("--full", action="store_true", help="each experiment's whole schedule")
     parser.add_argument("--tiny", action="store_true", help="a synthetic cache and shrunk models, on the CPU")
     parser.add_argument("--device", default=None, help="auto, cpu, cuda (default: the profile's; cpu with --tiny)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",
                         help="override a train setting of every experiment (e.g. compile=default)")
-    parser.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--model-set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",
                         help="override a model setting of every experiment (e.g. dropout=0.0)")
     parser.add_argument("--peak-tflops", type=float, default=None, help="the device's peak, for the MFU")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     args = parser.parse_args(argv)
 
-    import yaml
-
     params = load_params(args.params, profile=args.profile)
     names = args.experiments or (list(TINY_EXPERIMENTS) if args.tiny else list(params["experiments"]))
     steps = None if args.full else (args.steps if args.steps is not None else (30 if args.tiny else 200))
-    overrides, model_overrides = {}, {}
-    for items, into in ((args.set, overrides), (args.model_set, model_overrides)):
-        for item in items:
-            key, _, value = item.partition("=")
-            into[key] = yaml.safe_load(value)
+    overrides, model_overrides = dict(args.set), dict(args.model_set)
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
     scratch = tempfile.TemporaryDirectory(prefix="train_speed_") if args.work is None else None
     work = Path(scratch.name) if scratch else args.work

@@ -91,7 +91,6 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     # the pipeline's 5-minute allowance spent on the fine-tuning: ~0.75 s a step with its dev evaluations
     "steps1350": ("the fine-tuning 1,350 steps: the 5 minutes the issue allows the pipeline to grow, spent on "
                   "training", {EXPERIMENT: {"max_steps": 1350}}),
-    # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     # dropout off: no masks to draw (~10 % of a step) and the encoder's attention on SDPA's fused kernel (measured
     # here over 60 steps: 1.86 against 2.19 s a step, -15 %); in a fine-tuning of one epoch, regularising may cost
     "nodropout": ("dropout off in both phases (the encoder's hidden and attention dropout, the head's): the study's "
@@ -99,6 +98,7 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "nodropout1600": ("dropout off in both phases and 1,600 fine-tuning steps: what `steps1350`'s minutes buy "
                       "without dropout (-15 % a step), measured against `steps1350`",
                       {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1600}}),
+    # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
     "steps3x": ("the fine-tuning's whole schedule, two epochs (2,626 steps: its end comes before max_steps 3,000), "
