@@ -33,8 +33,10 @@ A run may set model settings too, over both phases' models (``{"model": {...}}``
 (the encoder's hidden and attention dropout, the head's), which makes a step cheaper, and ``nodropout1600`` spends
 what that saves on steps within ``steps1350``'s minutes. A run made to replace the default is measured against it,
 seed by seed (:data:`REFERENCE`), and still against the baseline's time. Wall times are compared only between runs
-trained on one machine (each result names its own, :func:`this_machine`); the script pins the pipeline's numerics
-(``experiments.numerics``), so a run here and the pipeline's model of the same settings are the same bytes.
+trained on one machine (each result names its own, ``benchmarks.machine.this_machine``); a run with a reference
+trained where no baseline ran is timed from the reference's time and the step costs of both measured on one machine
+(``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``: :func:`estimated_extra_s`). The script pins the
+pipeline's numerics (``experiments.numerics``), so a run here and the pipeline's model of the same settings are the same bytes.
 
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
 test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:
@@ -51,7 +53,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -59,7 +60,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from experiments.numerics import cpu_flags, cpu_model, pin_numerics  # noqa: E402
+from benchmarks.machine import this_machine  # noqa: E402
+from experiments.numerics import pin_numerics  # noqa: E402
 
 pin_numerics()  # the pipeline's kernels (before torch loads): the pipeline's model and a run here are the same bytes
 
@@ -92,11 +94,12 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "steps1350": ("the fine-tuning 1,350 steps: the 5 minutes the issue allows the pipeline to grow, spent on "
                   "training", {EXPERIMENT: {"max_steps": 1350}}),
     # dropout off: no masks to draw (~10 % of a step) and the encoder's attention on SDPA's fused kernel (measured
-    # here over 60 steps: 1.86 against 2.19 s a step, -15 %); in a fine-tuning of one epoch, regularising may cost
+    # over 60 steps, twice each in turn: 1.85 against 2.10 s a step, -12 %, step_costs.jsonl); in a fine-tuning of
+    # one epoch, regularising may cost
     "nodropout": ("dropout off in both phases (the encoder's hidden and attention dropout, the head's): the study's "
                   "1,000 steps", {"model": {"dropout": 0.0}}),
     "nodropout1600": ("dropout off in both phases and 1,600 fine-tuning steps: what `steps1350`'s minutes buy "
-                      "without dropout (-15 % a step), measured against `steps1350`",
+                      "without dropout (-12 % a step), measured against `steps1350`",
                       {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1600}}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
@@ -207,13 +210,6 @@ def pipeline_phases(model_dir: Path, configs: dict[str, tuple[dict, dict]]) -> d
             return None
     return {phase: {"train": config["train"], "metrics": config.get("metrics", {}), "timings": {}}
             for phase, config in ((EXPERIMENT, started), (TUNING, recorded))}
-
-
-def this_machine() -> str:
-    """What a run's wall times depend on: the CPU's model name, its cores and whether it has AVX-512 (the model
-    name alone can be the same on CPUs of two generations)."""
-    flags = cpu_flags() or set()
-    return f"{cpu_model()}, {os.cpu_count()} cores, {'AVX-512' if 'avx512f' in flags else 'no AVX-512'}"
 
 
 def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -359,11 +355,76 @@ def mean_wall_s(results: list[dict], run: str, machine: str | None = None) -> fl
     return sum(walls) / len(walls) if walls else None
 
 
-def verdicts(results: list[dict], split: str = "dev") -> list[str]:
+#: benchmark lines (``python -m benchmarks.train_speed --experiments minilm --steps 60 [--model-set KEY=VALUE]``,
+#: appended one JSON line each) that measure a fine-tuning step's cost under a run's model settings against the
+#: reference's, on one machine: a run with a :data:`REFERENCE` that no baseline ran beside is timed from them
+STEP_COSTS_FILE = "step_costs.jsonl"
+
+
+def read_step_costs(path: Path) -> list[dict]:
+    """The benchmark lines of ``path`` (none where it does not exist); a line that is not JSON is an error naming it."""
+    if not path.is_file():
+        return []
+    lines = []
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if text.strip():
+            try:
+                lines.append(json.loads(text))
+            except ValueError as error:
+                raise SystemExit(f"error: {path}, line {number}: not a JSON line of benchmarks.train_speed ({error})")
+    return lines
+
+
+def seconds_per_step(step_costs: list[dict], model_set: dict, machine: str) -> float | None:
+    """The mean training seconds of a fine-tuning (``minilm``) step measured with ``model_set`` and no train setting
+    on ``machine`` (each line's training time over its steps: its dev evaluations and checkpoints apart)."""
+    costs = [line["train_s"] / line["steps"] for line in step_costs
+             if line.get("experiment") == EXPERIMENT and line.get("machine") == machine and line.get("steps")
+             and line.get("model_set", {}) == model_set and not line.get("train_set")]
+    return sum(costs) / len(costs) if costs else None
+
+
+def step_cost_ratio(step_costs: list[dict], model_set: dict, reference_set: dict) -> tuple[float, str] | None:
+    """``(ratio, machine)``: a fine-tuning step with ``model_set`` over one with ``reference_set``, both measured on
+    one machine (the first in ``step_costs`` that measured both); None where no machine did."""
+    for machine in dict.fromkeys(line["machine"] for line in step_costs if line.get("machine")):
+        own, reference = (seconds_per_step(step_costs, model_set, machine),
+                          seconds_per_step(step_costs, reference_set, machine))
+        if own is not None and reference:
+            return own / reference, machine
+    return None
+
+
+def estimated_extra_s(results: list[dict], run: str, reference: str, ratio: float) -> float | None:
+    """``run``'s training seconds over the baseline's, on the machine where ``reference`` was trained beside the
+    baseline and ``run`` was not: the reference's own extra, plus its fine-tuning again at ``run``'s steps (its
+    training time at ``ratio`` the cost a step, its dev evaluations and checkpoints in proportion to the steps)
+    less what that phase took. The head tuning is counted at the reference's cost. None where the reference has
+    no timed seed beside a baseline."""
+    timed = [r for r in results if r["run"] == reference and training_wall_s(r) is not None]
+    if not timed:
+        return None
+    machine = machine_of(timed[0])
+    reference_wall, base_wall = mean_wall_s(results, reference, machine), mean_wall_s(results, "baseline", machine)
+    if reference_wall is None or base_wall is None:
+        return None
+    steps = next(r for r in results if r["run"] == run)["phases"][EXPERIMENT]["metrics"]["steps"]
+    changes = []
+    for result in (r for r in timed if machine_of(r) == machine):
+        timings = result["phases"][EXPERIMENT]["timings"]
+        scale = steps / result["phases"][EXPERIMENT]["metrics"]["steps"]
+        train, wall = timings["train_seconds"], timings["wall_seconds"]
+        changes.append(train * scale * ratio + (wall - train) * scale - wall)
+    return reference_wall - base_wall + sum(changes) / len(changes)
+
+
+def verdicts(results: list[dict], split: str = "dev", step_costs: list[dict] = ()) -> list[str]:
     """What each lever's runs say on ``split``: its change against the run it is measured against (the baseline, or
     its :data:`REFERENCE`) of the same seed, per seed. A lever is kept only when it raised F1 on every seed of at
     least two, decodes within 1.2x the baseline's work and adds at most :data:`MAX_EXTRA_TRAINING_S` of training
-    to the baseline's (the pipeline's allowance, whatever the reference)."""
+    to the baseline's (the pipeline's allowance, whatever the reference). A run with a reference, trained where no
+    baseline ran, is timed from ``step_costs`` (:data:`STEP_COSTS_FILE`, :func:`estimated_extra_s`) when they
+    measured its step against the reference's on one machine."""
     def f1_per_seed(run: str) -> dict[int, float]:
         return {r["seed"]: overall_f1(r, split) for r in results if r["run"] == run and split in r["scores"]}
 
@@ -384,6 +445,14 @@ def verdicts(results: list[dict], split: str = "dev") -> list[str]:
         wall, base_wall = mean_wall_s(results, run, machine), mean_wall_s(results, "baseline", machine)
         extra = None if wall is None or base_wall is None else wall - base_wall
         uncompared = wall is not None and base_wall is None
+        estimated = None  # (ratio, machine) of the step costs the extra training time is estimated from
+        if uncompared and run in REFERENCE:
+            measured = step_cost_ratio(step_costs, RUNS.get(run, ("", {}))[1].get("model", {}),
+                                       RUNS.get(REFERENCE[run], ("", {}))[1].get("model", {}))
+            if measured is not None:
+                extra = estimated_extra_s(results, run, REFERENCE[run], measured[0])
+                if extra is not None:
+                    uncompared, estimated = False, measured
         if TRAINING_COST.get(run, 1.0) > 1.0:
             why = f"not a lever: {TRAINING_COST[run]:g}x the fine-tuning steps, outside the CPU budget"
         elif extra is not None and extra > MAX_EXTRA_TRAINING_S:
@@ -401,6 +470,9 @@ def verdicts(results: list[dict], split: str = "dev") -> list[str]:
         else:
             why = "**kept**"
         cost = f"; training {extra:+.0f} s" if extra is not None and abs(extra) >= 30 else ""
+        if estimated is not None:
+            cost = (f"; training {extra:+.0f} s, estimated: `{REFERENCE[run]}`'s, its fine-tuning at this run's "
+                    f"steps and {estimated[0]:.2f}x its step cost, measured on {estimated[1]} (`{STEP_COSTS_FILE}`)")
         if uncompared:
             cost = f"; trained on {machine}, where no baseline ran: its time not compared"
         versus = f" against `{REFERENCE[run]}`" if run in REFERENCE else ""
@@ -427,7 +499,8 @@ def split_tables(results: list[dict], splits: list[str]) -> list[tuple[list[dict
     return tables + ([(scored, tests)] if tests and scored else [])
 
 
-def report(results: list[dict], splits: list[str], args: argparse.Namespace, figure: str | None = None) -> str:
+def report(results: list[dict], splits: list[str], args: argparse.Namespace, figure: str | None = None,
+           step_costs: list[dict] = ()) -> str:
     steps = {phase: sorted({r["phases"][phase]["metrics"]["steps"] for r in results}) for phase in (EXPERIMENT, TUNING)}
     return (f"# The ASR-robustness levers on {', '.join(splits)}\n\n"
             f"Written by `python scripts/asr_levers.py` from `{args.out / 'runs'}`: `{EXPERIMENT}` "
@@ -439,7 +512,8 @@ def report(results: list[dict], splits: list[str], args: argparse.Namespace, fig
             + "\n".join(table(chosen, chosen_splits) for chosen, chosen_splits in split_tables(results, splits))
             + "\n" + "\n".join(f"- `{name}`: {what}" for name, (what, _) in RUNS.items()
                                if any(r["run"] == name for r in results)) + "\n"
-            + ("\n## What is kept\n\n" + "\n".join(verdicts(results)) + "\n" if "dev" in splits else ""))
+            + ("\n## What is kept\n\n" + "\n".join(verdicts(results, step_costs=step_costs)) + "\n"
+               if "dev" in splits else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -496,7 +570,8 @@ def main(argv: list[str] | None = None) -> int:
     results.sort(key=lambda result: (list(RUNS).index(result["run"]), result["seed"]))  # a run's seeds together
     atomic_write_text(args.out / "levers.json", json.dumps(results, indent=1, default=str) + "\n")
     plot(results, list(args.splits), args.out / "levers.png")
-    text = report(results, list(args.splits), args, figure="levers.png")
+    text = report(results, list(args.splits), args, figure="levers.png",
+                  step_costs=read_step_costs(args.out / STEP_COSTS_FILE))
     atomic_write_text(args.out / "levers.md", text)
     print(text)
     return 0

@@ -261,3 +261,58 @@ def test_a_lever_with_a_reference_is_measured_against_it_and_its_time_only_on_on
     assert asr_levers.mean_wall_s(results, "baseline") == 800.0
     assert asr_levers.mean_wall_s(results, "baseline", asr_levers.UNRECORDED_MACHINE) == 800.0
     assert asr_levers.mean_wall_s(results, "baseline", other) is None
+
+
+def test_a_run_with_a_reference_trained_elsewhere_is_timed_from_the_step_costs_of_one_machine(monkeypatch, tmp_path):
+    monkeypatch.setattr(asr_levers, "REFERENCE", {"faster": "longer"})
+    monkeypatch.setitem(asr_levers.RUNS, "faster", ("dropout off, more steps", {"model": {"dropout": 0.0}}))
+    monkeypatch.setitem(asr_levers.RUNS, "longer", ("more steps", {}))
+    other, bench = "AMD EPYC, 2 cores, no AVX-512", "Intel Xeon, 2 cores, AVX-512"
+
+    def reference(seed, dev):  # 10 steps: 800 s of training, 100 s of dev evaluations and checkpoints
+        done = timed("longer", seed, dev, (900, 100))
+        done["phases"]["minilm"]["timings"].update(train_seconds=800)
+        return done
+
+    def faster(seed, dev):  # 12 steps, on a machine where no baseline ran
+        done = {**timed("faster", seed, dev, (3000, 300)), "machine": other}
+        done["phases"]["minilm"]["metrics"] = {"steps": 12}
+        return done
+
+    results = [timed("baseline", 1, 0.640, (700, 100)), timed("baseline", 2, 0.640, (700, 100)),
+               reference(1, 0.650), reference(2, 0.660), faster(1, 0.655), faster(2, 0.665)]
+
+    def line(model_set, train_s, machine=bench, **more):
+        return {"experiment": "minilm", "steps": 60, "train_s": train_s, "model_set": model_set, "train_set": {},
+                "machine": machine, **more}
+
+    # a step without dropout 0.75x the reference's on the bench machine (the lines of other settings, experiments
+    # or machines not counted)
+    costs = [line({}, 120.0), line({"dropout": 0.0}, 90.0), line({}, 120.0), line({"dropout": 0.0}, 90.0),
+             line({"dropout": 0.0}, 10.0, machine="elsewhere"), line({}, 500.0, experiment="blstm"),
+             {**line({}, 999.0), "train_set": {"max_steps": 5}}]
+    assert asr_levers.step_cost_ratio(costs, {"dropout": 0.0}, {}) == (0.75, bench)
+    assert asr_levers.step_cost_ratio(costs, {"dropout": 0.5}, {}) is None
+    # +200 s (the reference's) + 800 x 1.2 x 0.75 + 100 x 1.2 - 900 = +200 - 60 = +140 s
+    assert asr_levers.estimated_extra_s(results, "faster", "longer", 0.75) == 140.0
+    said = {line.split("`")[1]: line for line in asr_levers.verdicts(results, step_costs=costs) if line.startswith("- `")}
+    assert said["faster"] == ("- `faster`: dev Δ F1 against `longer` +0.5, +0.5 (seeds 1, 2; mean +0.50; training "
+                              "+140 s, estimated: `longer`'s, its fine-tuning at this run's steps and 0.75x its step "
+                              f"cost, measured on {bench} (`step_costs.jsonl`)): **kept**")
+    # at 1.25x a step it would be +200 + 1200 + 120 - 900 = +620 s: over the allowance
+    slower = [line({}, 120.0), line({"dropout": 0.0}, 150.0)]
+    said = {line.split("`")[1]: line for line in asr_levers.verdicts(results, step_costs=slower) if line.startswith("- `")}
+    assert said["faster"].endswith("not kept: +620 s of training, over the pipeline's 300 s allowance")
+    # without step costs of one machine it stays uncompared
+    said = {line.split("`")[1]: line for line in asr_levers.verdicts(results) if line.startswith("- `")}
+    assert said["faster"].endswith("not kept yet: no baseline trained on its machine to compare its training time with")
+    # the file: a line that is not JSON is named
+    path = tmp_path / asr_levers.STEP_COSTS_FILE
+    assert asr_levers.read_step_costs(path) == []
+    path.write_text(json.dumps(costs[0]) + "\n\nnot json\n", encoding="utf-8")
+    try:
+        asr_levers.read_step_costs(path)
+    except SystemExit as error:
+        assert f"{path}, line 3: not a JSON line" in str(error)
+    else:
+        raise AssertionError("a line that is not JSON was read")
