@@ -20,9 +20,9 @@ counter does not see), ``achieved_tflops`` (flops_per_token x tokens_per_s), ``m
 one; null on a CPU unless given), ``peak_memory_bytes`` (CUDA: max allocated; CPU: the process's peak RSS,
 which covers every experiment run so far in this process) and the shares of the wall time spent in dev
 evaluation and in checkpointing; ``model_set`` / ``train_set``, the settings measured, and ``machine`` (CPU model,
-cores, AVX-512 or not: compare wall times of one machine only). Nothing is asserted: targets (an H100: the paper Transformer >= 60 steps/s
-and its 13,140-step schedule with dev evaluations in <= 5 min; every other paper experiment's schedule in
-<= 10 min) are read off these lines.
+cores, AVX-512 or not: compare wall times of one machine only). Nothing is asserted: targets (an H100: the paper
+Transformer >= 60 steps/s and its 13,140-step schedule with dev evaluations in <= 5 min; every other paper
+experiment's schedule in <= 10 min) are read off these lines.
 """
 
 from __future__ import annotations

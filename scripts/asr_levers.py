@@ -36,7 +36,8 @@ seed by seed (:data:`REFERENCE`), and still against the baseline's time. Wall ti
 trained on one machine (each result names its own, ``benchmarks.machine.this_machine``); a run with a reference
 trained where no baseline ran is timed from the reference's time and the step costs of both measured on one machine
 (``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``: :func:`estimated_extra_s`). The script pins the
-pipeline's numerics (``experiments.numerics``), so a run here and the pipeline's model of the same settings are the same bytes.
+pipeline's numerics (``experiments.numerics``), so a run here and the pipeline's model of the same settings are the
+same bytes.
 
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
 test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:

@@ -295,17 +295,19 @@ def test_a_run_with_a_reference_trained_elsewhere_is_timed_from_the_step_costs_o
     assert asr_levers.step_cost_ratio(costs, {"dropout": 0.5}, {}) is None
     # +200 s (the reference's) + 800 x 1.2 x 0.75 + 100 x 1.2 - 900 = +200 - 60 = +140 s
     assert asr_levers.estimated_extra_s(results, "faster", "longer", 0.75) == 140.0
-    said = {line.split("`")[1]: line for line in asr_levers.verdicts(results, step_costs=costs) if line.startswith("- `")}
-    assert said["faster"] == ("- `faster`: dev Δ F1 against `longer` +0.5, +0.5 (seeds 1, 2; mean +0.50; training "
-                              "+140 s, estimated: `longer`'s, its fine-tuning at this run's steps and 0.75x its step "
-                              f"cost, measured on {bench} (`step_costs.jsonl`)): **kept**")
+
+    def said(step_costs=()):
+        return {line.split("`")[1]: line for line in asr_levers.verdicts(results, step_costs=step_costs)
+                if line.startswith("- `")}["faster"]
+
+    assert said(costs) == ("- `faster`: dev Δ F1 against `longer` +0.5, +0.5 (seeds 1, 2; mean +0.50; training "
+                           "+140 s, estimated: `longer`'s, its fine-tuning at this run's steps and 0.75x its step "
+                           f"cost, measured on {bench} (`step_costs.jsonl`)): **kept**")
     # at 1.25x a step it would be +200 + 1200 + 120 - 900 = +620 s: over the allowance
     slower = [line({}, 120.0), line({"dropout": 0.0}, 150.0)]
-    said = {line.split("`")[1]: line for line in asr_levers.verdicts(results, step_costs=slower) if line.startswith("- `")}
-    assert said["faster"].endswith("not kept: +620 s of training, over the pipeline's 300 s allowance")
+    assert said(slower).endswith("not kept: +620 s of training, over the pipeline's 300 s allowance")
     # without step costs of one machine it stays uncompared
-    said = {line.split("`")[1]: line for line in asr_levers.verdicts(results) if line.startswith("- `")}
-    assert said["faster"].endswith("not kept yet: no baseline trained on its machine to compare its training time with")
+    assert said().endswith("not kept yet: no baseline trained on its machine to compare its training time with")
     # the file: a line that is not JSON is named
     path = tmp_path / asr_levers.STEP_COSTS_FILE
     assert asr_levers.read_step_costs(path) == []
