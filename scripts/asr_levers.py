@@ -33,7 +33,7 @@ A run may set model settings too, over both phases' models (``{"model": {...}}``
 (the encoder's hidden and attention dropout, the head's), which makes a step cheaper, and ``nodropout1600`` spends
 what that saves on steps within ``steps1350``'s minutes (kept, and the default since). A run made to replace the
 default is measured against it, seed by seed (:data:`REFERENCE`), and still against the baseline's time. Wall times are compared only between runs
-trained on one machine (each result names its own, ``benchmarks.machine.this_machine``); a run with a reference
+trained on one machine (each result names its own, :func:`this_machine`); a run with a reference
 trained where no baseline ran is timed from the reference's time and the step costs of both measured on one machine
 (``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``: :func:`estimated_extra_s`). The script pins the
 pipeline's numerics (``experiments.numerics``), so a run here and the pipeline's model of the same settings are the
@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -61,8 +62,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.machine import this_machine  # noqa: E402
-from experiments.numerics import pin_numerics  # noqa: E402
+from experiments.numerics import cpu_flags, cpu_model, pin_numerics  # noqa: E402
 
 pin_numerics()  # the pipeline's kernels (before torch loads): the pipeline's model and a run here are the same bytes
 
@@ -74,6 +74,8 @@ EXPERIMENT, TUNING = "minilm", "minilm_words"
 #: the default every lever was measured against (params.yaml's fine-tuning before ``steps1350`` was kept): each
 #: run is params.yaml with these settings, then its own, so a finished run means what it meant when it ran
 STUDY_BASELINE: dict[str, dict[str, Any]] = {EXPERIMENT: {"max_steps": 1000}}
+#: the model settings of that default, under each run's own (dropout was on until ``nodropout1600`` was kept)
+STUDY_MODEL: dict[str, Any] = {"dropout": 0.1}
 #: name -> (what it is, train settings over both phases)
 RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "baseline": ("params.yaml with the study's 1,000 fine-tuning steps, every lever off (the default until "
@@ -124,7 +126,7 @@ def run_configs(params: dict, run: str, train_sets: dict, model_sets: dict) -> d
     levers = {**RUNS[run][1], **train_sets}
     own = {phase: {**STUDY_BASELINE.get(phase, {}), **levers.pop(phase, {})}  # one phase's settings
            for phase in (EXPERIMENT, TUNING)}
-    model_sets = {**levers.pop("model", {}), **model_sets}  # the run's model settings, then the call's
+    model_sets = {**STUDY_MODEL, **levers.pop("model", {}), **model_sets}  # the study's, the run's, the call's
     model, train = experiment_config(params, EXPERIMENT)
     _, tuned_model, tuned_train = tuning_config(params, TUNING)
     configs = {}
@@ -211,6 +213,14 @@ def pipeline_phases(model_dir: Path, configs: dict[str, tuple[dict, dict]]) -> d
             return None
     return {phase: {"train": config["train"], "metrics": config.get("metrics", {}), "timings": {}}
             for phase, config in ((EXPERIMENT, started), (TUNING, recorded))}
+
+
+def this_machine() -> str:
+    """What a run's wall times depend on, as ``benchmarks.machine.this_machine`` names it for the step costs (a script
+    may not import ``benchmarks``: tests/test_layering.py; the library's place for it, ``experiments``, is a
+    dependency of every training stage)."""
+    flags = cpu_flags() or set()
+    return f"{cpu_model()}, {os.cpu_count()} cores, {'AVX-512' if 'avx512f' in flags else 'no AVX-512'}"
 
 
 def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
