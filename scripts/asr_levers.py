@@ -24,7 +24,8 @@ Every run is measured against one baseline, the fine-tuning of 1,000 steps the l
 (:data:`STUDY_BASELINE`, under each run's own settings), whatever params.yaml holds now. Three runs spend training
 time instead: ``steps1350`` the 5 minutes the issue lets the default pipeline grow (kept, like a lever, only when it
 raised dev F1 on every seed of at least two within :data:`MAX_EXTRA_TRAINING_S` of both phases' wall time; the
-default until ``nodropout1600`` replaced it), ``batch8`` the same words in half-size batches at twice the steps; ``steps2x`` and ``steps3x`` are
+default until ``nodropout1600`` replaced it), ``batch8`` the same words in half-size batches at twice the steps;
+``steps2x`` and ``steps3x`` are
 **budget points**, the fine-tuning at 2,000 steps and its whole two-epoch schedule of 2,626, what the issue's
 targets would cost in training compute (:data:`TRAINING_COST`): no verdict keeps them, and their Ref and ASR (the
 figures the targets are stated in) choose nothing.
@@ -32,12 +33,12 @@ figures the targets are stated in) choose nothing.
 A run may set model settings too, over both phases' models (``{"model": {...}}``): ``nodropout`` turns dropout off
 (the encoder's hidden and attention dropout, the head's), which makes a step cheaper, and ``nodropout1600`` spends
 what that saves on steps within ``steps1350``'s minutes (kept, and the default since). A run made to replace the
-default is measured against it, seed by seed (:data:`REFERENCE`), and still against the baseline's time. Wall times are compared only between runs
-trained on one machine (each result names its own, :func:`this_machine`); a run with a reference
-trained where no baseline ran is timed from the reference's time and the step costs of both measured on one machine
-(``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``: :func:`estimated_extra_s`). The script pins the
-pipeline's numerics (``experiments.numerics``), so a run here and the pipeline's model of the same settings are the
-same bytes.
+default is measured against it, seed by seed (:data:`REFERENCE`), and still against the baseline's time. Wall
+times are compared only between runs trained on one machine (each result names its own, :func:`this_machine`); a
+run with a reference trained where no baseline ran is timed from the reference's time and the step costs of both
+measured on one machine (``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``:
+:func:`estimated_extra_s`). The script pins the pipeline's numerics (``experiments.numerics``), so a run here and
+the pipeline's model of the same settings are the same bytes.
 
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
 test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:
