@@ -19,8 +19,9 @@ counter does not see), ``achieved_tflops`` (flops_per_token x tokens_per_s), ``m
 ``peak_tflops``: the device's dense bf16 peak when known, e.g. 989 for an H100 SXM; ``--peak-tflops`` to give
 one; null on a CPU unless given), ``peak_memory_bytes`` (CUDA: max allocated; CPU: the process's peak RSS,
 which covers every experiment run so far in this process) and the shares of the wall time spent in dev
-evaluation and in checkpointing; ``model_set`` / ``train_set``, the settings measured, and ``machine`` (CPU model,
-cores, AVX-512 or not: compare wall times of one machine only). Nothing is asserted: targets (an H100: the paper
+evaluation and in checkpointing; ``model_set`` / ``train_set``, the settings measured, ``model`` the model settings
+they resolved to (a line keeps its meaning when params' defaults change), and ``machine`` (CPU model, cores,
+AVX-512 or not: compare wall times of one machine only). Nothing is asserted: targets (an H100: the paper
 Transformer >= 60 steps/s and its 13,140-step schedule with dev evaluations in <= 5 min; every other paper
 experiment's schedule in <= 10 min) are read off these lines.
 """
@@ -248,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                            profile="tiny" if args.tiny else params["profile"])
             line["benchmark_s"] = round(time.perf_counter() - started, 1)
             line["model_set"], line["train_set"] = model_overrides, overrides  # what the figures were measured with
+            line["model"] = model_config  # the settings resolved: model_set {} means whatever params held that day
             line["machine"] = this_machine()  # what the wall times depend on: compare lines of one machine only
             print(json.dumps(line), flush=True)
     finally:

@@ -36,9 +36,11 @@ what that saves on steps within ``steps1350``'s minutes (kept, and the default s
 default is measured against it, seed by seed (:data:`REFERENCE`), and still against the baseline's time. Wall
 times are compared only between runs trained on one machine (each result names its own, :func:`this_machine`); a
 run with a reference trained where no baseline ran is timed from the reference's time and the step costs of both
-measured on one machine (``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``:
-:func:`estimated_extra_s`). The script pins the pipeline's numerics (``experiments.numerics``), so a run here and
-the pipeline's model of the same settings are the same bytes.
+measured on one machine (``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``, matched by the model
+settings they resolved to: :func:`estimated_extra_s`). A run of :data:`FIRST_PHASE_OF` trains nothing: it scores
+another run's first-phase model (``nodropout1600_first_phase``: is the head's second phase still worth having
+without dropout?). The script pins the pipeline's numerics (``experiments.numerics``), so a run here and the
+pipeline's model of the same settings are the same bytes.
 
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
 test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:
@@ -105,6 +107,11 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "nodropout1600": ("dropout off in both phases and 1,600 fine-tuning steps: what `steps1350`'s minutes buy "
                       "without dropout (-12 % a step), measured against `steps1350`",
                       {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1600}}),
+    # no training: is the head's second phase still worth having once the fine-tuning has no dropout? (with dropout
+    # it raised Ref / ASR by +0.7 / +1.7; without, the first phase alone scored higher on both, which chooses nothing)
+    "nodropout1600_first_phase": ("`nodropout1600`'s first phase alone (its fine-tuned `minilm`, before the head's "
+                                  "second phase), scored as it is: no training, measured against `nodropout1600`",
+                                  {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1600}}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
@@ -112,10 +119,13 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                 "2.6x: a budget point, never a lever", {EXPERIMENT: {"max_steps": 3000}}),
 }
 #: the run a lever is measured against where not the baseline (its F1, seed by seed): the default it would replace
-REFERENCE: dict[str, str] = {"nodropout1600": "steps1350"}
+REFERENCE: dict[str, str] = {"nodropout1600": "steps1350", "nodropout1600_first_phase": "nodropout1600"}
 #: runs that decode the baseline's model of the same seed again instead of training (their levers change only the
 #: model directory's recorded decoding; model selection on dev stays the baseline's)
 DECODE_ONLY = ("combine_decode", "combine_decode_stride25")
+#: runs that score the first-phase model (the fine-tuned ``minilm`` its ``minilm_words`` started from) of another
+#: run of the same seed instead of training: that run's tuned model without its second phase
+FIRST_PHASE_OF: dict[str, str] = {"nodropout1600_first_phase": "nodropout1600"}
 DEFAULT_RUNS = ("baseline", "augment", "jitter", "combine", "all")
 CLASSES = ("COMMA", "PERIOD", "QUESTION")
 
@@ -224,6 +234,32 @@ def this_machine() -> str:
     return f"{cpu_model()}, {os.cpu_count()} cores, {'AVX-512' if 'avx512f' in flags else 'no AVX-512'}"
 
 
+def finished_run(out: Path, run: str, seed: int, needed_by: str) -> dict[str, Any]:
+    """The result of ``run`` with ``seed`` in ``out/runs``, which ``needed_by`` scores a model of; an error naming
+    the file and the run to do first where it is missing."""
+    path = out / "runs" / f"{run}_seed{seed}.json"
+    if not path.is_file():
+        raise SystemExit(f"error: {needed_by} (seed {seed}) scores {run}'s model, and {path} does not exist: "
+                         f"run --runs {run} --seeds {seed} first")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def first_phase_model(tuned_dir: Path) -> Path:
+    """The ``minilm`` model directory the tuned model ``tuned_dir`` started from (its recorded ``initialised_from``),
+    checked to hold the weights the tuning started from."""
+    from training.warm_start import weights_sha256
+
+    recorded = json.loads((tuned_dir / "config.json").read_text(encoding="utf-8")).get("initialised_from") or {}
+    source = Path(recorded.get("path", ""))
+    if not recorded.get("path") or not (source / "config.json").is_file():
+        raise SystemExit(f"error: {tuned_dir} records no first-phase model it started from that still exists "
+                         f"({recorded.get('path') or 'none recorded'})")
+    if weights_sha256(source) != recorded.get("weights_sha256"):
+        raise SystemExit(f"error: {source} no longer holds the weights {tuned_dir} started from: it was trained "
+                         "again since")
+    return source
+
+
 def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """Both phases of ``run`` with ``seed`` (resumable), then the tuned model scored on ``args.splits``.
 
@@ -234,10 +270,15 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
 
     work = args.work / f"{run}_seed{seed}"
     if run in DECODE_ONLY:
-        baseline = json.loads((args.out / "runs" / f"baseline_seed{seed}.json").read_text(encoding="utf-8"))
+        baseline = finished_run(args.out, "baseline", seed, run)
         model_dir = decoded_again(Path(baseline["model_dir"]), run, work)
         return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
                 "phases": baseline["phases"], "scores": score(params, model_dir, work, args, args.splits)}
+    if run in FIRST_PHASE_OF:
+        source = finished_run(args.out, FIRST_PHASE_OF[run], seed, run)
+        model_dir = first_phase_model(Path(source["model_dir"]))
+        return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
+                "phases": source["phases"], "scores": score(params, model_dir, work, args, args.splits)}
     configs = run_configs(params, run, {**dict(args.train_set), "seed": seed}, dict(args.model_set))
     if args.pipeline_model and seed == int(experiment_config(params, EXPERIMENT)[1]["seed"]):
         phases = pipeline_phases(args.pipeline_model, configs)
@@ -387,24 +428,34 @@ def read_step_costs(path: Path) -> list[dict]:
     return lines
 
 
-def seconds_per_step(step_costs: list[dict], model_set: dict, machine: str) -> float | None:
-    """The mean training seconds of a fine-tuning (``minilm``) step measured with ``model_set`` and no train setting
-    on ``machine`` (each line's training time over its steps: its dev evaluations and checkpoints apart)."""
+def seconds_per_step(step_costs: list[dict], model: dict, machine: str) -> float | None:
+    """The mean training seconds of a fine-tuning (``minilm``) step measured on ``machine`` with no train setting and
+    the model settings ``model`` (each line's resolved ``model`` holds them; a line without one is not read: its
+    ``model_set`` alone says nothing once params' defaults change), its dev evaluations and checkpoints apart."""
     costs = [line["train_s"] / line["steps"] for line in step_costs
              if line.get("experiment") == EXPERIMENT and line.get("machine") == machine and line.get("steps")
-             and line.get("model_set", {}) == model_set and not line.get("train_set")]
+             and isinstance(line.get("model"), dict) and not line.get("train_set")
+             and all(line["model"].get(key) == value for key, value in model.items())]
     return sum(costs) / len(costs) if costs else None
 
 
-def step_cost_ratio(step_costs: list[dict], model_set: dict, reference_set: dict) -> tuple[float, str] | None:
-    """``(ratio, machine)``: a fine-tuning step with ``model_set`` over one with ``reference_set``, both measured on
-    one machine (the first in ``step_costs`` that measured both); None where no machine did."""
+def step_cost_ratio(step_costs: list[dict], model: dict, reference_model: dict) -> tuple[float, str] | None:
+    """``(ratio, machine)``: a fine-tuning step with the model settings ``model`` over one with
+    ``reference_model``, both measured on one machine (the first in ``step_costs`` that measured both); None where no
+    machine did."""
     for machine in dict.fromkeys(line["machine"] for line in step_costs if line.get("machine")):
-        own, reference = (seconds_per_step(step_costs, model_set, machine),
-                          seconds_per_step(step_costs, reference_set, machine))
+        own, reference = (seconds_per_step(step_costs, model, machine),
+                          seconds_per_step(step_costs, reference_model, machine))
         if own is not None and reference:
             return own / reference, machine
     return None
+
+
+def study_model(results: list[dict], run: str) -> dict[str, Any]:
+    """The model settings ``run`` was trained with over params': the study's, then its own as its result records
+    them (:func:`run_configs`)."""
+    recorded = next((r for r in results if r["run"] == run), {}).get("levers", {})
+    return {**STUDY_MODEL, **recorded.get("model", {})}
 
 
 def estimated_extra_s(results: list[dict], run: str, reference: str, ratio: float) -> float | None:
@@ -459,12 +510,13 @@ def verdicts(results: list[dict], split: str = "dev", step_costs: list[dict] = (
         uncompared = wall is not None and base_wall is None
         estimated = None  # (ratio, machine) of the step costs the extra training time is estimated from
         if uncompared and run in REFERENCE:
-            measured = step_cost_ratio(step_costs, RUNS.get(run, ("", {}))[1].get("model", {}),
-                                       RUNS.get(REFERENCE[run], ("", {}))[1].get("model", {}))
+            measured = step_cost_ratio(step_costs, study_model(results, run), study_model(results, REFERENCE[run]))
             if measured is not None:
                 extra = estimated_extra_s(results, run, REFERENCE[run], measured[0])
                 if extra is not None:
                     uncompared, estimated = False, measured
+        if run in FIRST_PHASE_OF:  # trains nothing: its time is the run's whose first phase it is
+            extra, uncompared = None, False
         if TRAINING_COST.get(run, 1.0) > 1.0:
             why = f"not a lever: {TRAINING_COST[run]:g}x the fine-tuning steps, outside the CPU budget"
         elif extra is not None and extra > MAX_EXTRA_TRAINING_S:
@@ -487,6 +539,8 @@ def verdicts(results: list[dict], split: str = "dev", step_costs: list[dict] = (
                     f"steps and {estimated[0]:.2f}x its step cost, measured on {estimated[1]} (`{STEP_COSTS_FILE}`)")
         if uncompared:
             cost = f"; trained on {machine}, where no baseline ran: its time not compared"
+        if run in FIRST_PHASE_OF:
+            cost = f"; no training of its own: `{FIRST_PHASE_OF[run]}`'s first phase"
         versus = f" against `{REFERENCE[run]}`" if run in REFERENCE else ""
         lines.append(f"- `{run}`: {split} Δ F1{versus} {said} (seed{'s' if len(deltas) > 1 else ''} "
                      f"{', '.join(map(str, changes))}; "

@@ -37,6 +37,7 @@ def test_a_model_setting_reaches_the_trained_model_and_is_printed_beside_its_fig
     assert line["model_set"] == {"hidden": 8} and line["train_set"] == {"lr": 0.01}
     config = json.loads((tmp_path / "runs" / "blstm" / "model" / "config.json").read_text(encoding="utf-8"))
     assert config["model"]["hidden"] == 8 and config["train"]["lr"] == 0.01
+    assert line["model"] == config["model"]  # the settings resolved: the line means the same when params change
     with pytest.raises(ParamsError, match="no_such_setting"):  # a setting the model lacks is an error, not ignored
         train_speed.main([*argv, "--model-set", "no_such_setting=1"])
 

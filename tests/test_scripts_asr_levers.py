@@ -8,6 +8,8 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
+
 from experiments.params import load_params
 from tests.helpers import REPO, load_script
 
@@ -265,8 +267,6 @@ def test_a_lever_with_a_reference_is_measured_against_it_and_its_time_only_on_on
 
 def test_a_run_with_a_reference_trained_elsewhere_is_timed_from_the_step_costs_of_one_machine(monkeypatch, tmp_path):
     monkeypatch.setattr(asr_levers, "REFERENCE", {"faster": "longer"})
-    monkeypatch.setitem(asr_levers.RUNS, "faster", ("dropout off, more steps", {"model": {"dropout": 0.0}}))
-    monkeypatch.setitem(asr_levers.RUNS, "longer", ("more steps", {}))
     other, bench = "AMD EPYC, 2 cores, no AVX-512", "Intel Xeon, 2 cores, AVX-512"
 
     def reference(seed, dev):  # 10 steps: 800 s of training, 100 s of dev evaluations and checkpoints
@@ -274,25 +274,29 @@ def test_a_run_with_a_reference_trained_elsewhere_is_timed_from_the_step_costs_o
         done["phases"]["minilm"]["timings"].update(train_seconds=800)
         return done
 
-    def faster(seed, dev):  # 12 steps, on a machine where no baseline ran
-        done = {**timed("faster", seed, dev, (3000, 300)), "machine": other}
+    def faster(seed, dev):  # 12 steps without dropout (its result says so), on a machine where no baseline ran
+        done = {**timed("faster", seed, dev, (3000, 300), levers={"model": {"dropout": 0.0}}), "machine": other}
         done["phases"]["minilm"]["metrics"] = {"steps": 12}
         return done
 
     results = [timed("baseline", 1, 0.640, (700, 100)), timed("baseline", 2, 0.640, (700, 100)),
                reference(1, 0.650), reference(2, 0.660), faster(1, 0.655), faster(2, 0.665)]
 
-    def line(model_set, train_s, machine=bench, **more):
-        return {"experiment": "minilm", "steps": 60, "train_s": train_s, "model_set": model_set, "train_set": {},
-                "machine": machine, **more}
+    def line(dropout, train_s, machine=bench, **more):  # measured at params' default (model_set {}) that day
+        return {"experiment": "minilm", "steps": 60, "train_s": train_s, "model_set": {}, "train_set": {},
+                "model": {"hidden": 8, "dropout": dropout}, "machine": machine, **more}
 
-    # a step without dropout 0.75x the reference's on the bench machine (the lines of other settings, experiments
-    # or machines not counted)
-    costs = [line({}, 120.0), line({"dropout": 0.0}, 90.0), line({}, 120.0), line({"dropout": 0.0}, 90.0),
-             line({"dropout": 0.0}, 10.0, machine="elsewhere"), line({}, 500.0, experiment="blstm"),
-             {**line({}, 999.0), "train_set": {"max_steps": 5}}]
-    assert asr_levers.step_cost_ratio(costs, {"dropout": 0.0}, {}) == (0.75, bench)
-    assert asr_levers.step_cost_ratio(costs, {"dropout": 0.5}, {}) is None
+    legacy = line(0.0, 1.0)
+    del legacy["model"]  # model_set {} alone: dropout on or off, depending on the day
+    # a step without dropout 0.75x the reference's (the study's dropout 0.1) on the bench machine (the lines of
+    # other settings, experiments or machines, and a line that does not say its model, not counted)
+    costs = [line(0.1, 120.0), line(0.0, 90.0), line(0.1, 120.0), line(0.0, 90.0), legacy,
+             line(0.0, 10.0, machine="elsewhere"), line(0.1, 500.0, experiment="blstm"),
+             {**line(0.1, 999.0), "train_set": {"max_steps": 5}}]
+    assert asr_levers.study_model(results, "faster") == {"dropout": 0.0}
+    assert asr_levers.study_model(results, "longer") == asr_levers.STUDY_MODEL == {"dropout": 0.1}
+    assert asr_levers.step_cost_ratio(costs, {"dropout": 0.0}, {"dropout": 0.1}) == (0.75, bench)
+    assert asr_levers.step_cost_ratio(costs, {"dropout": 0.5}, {"dropout": 0.1}) is None
     # +200 s (the reference's) + 800 x 1.2 x 0.75 + 100 x 1.2 - 900 = +200 - 60 = +140 s
     assert asr_levers.estimated_extra_s(results, "faster", "longer", 0.75) == 140.0
 
@@ -304,7 +308,7 @@ def test_a_run_with_a_reference_trained_elsewhere_is_timed_from_the_step_costs_o
                            "+140 s, estimated: `longer`'s, its fine-tuning at this run's steps and 0.75x its step "
                            f"cost, measured on {bench} (`step_costs.jsonl`)): **kept**")
     # at 1.25x a step it would be +200 + 1200 + 120 - 900 = +620 s: over the allowance
-    slower = [line({}, 120.0), line({"dropout": 0.0}, 150.0)]
+    slower = [line(0.1, 120.0), line(0.0, 150.0)]
     assert said(slower).endswith("not kept: +620 s of training, over the pipeline's 300 s allowance")
     # without step costs of one machine it stays uncompared
     assert said().endswith("not kept yet: no baseline trained on its machine to compare its training time with")
@@ -318,3 +322,48 @@ def test_a_run_with_a_reference_trained_elsewhere_is_timed_from_the_step_costs_o
         assert f"{path}, line 3: not a JSON line" in str(error)
     else:
         raise AssertionError("a line that is not JSON was read")
+
+
+def test_a_first_phase_run_scores_the_model_its_source_started_from_and_trains_nothing(tmp_path, monkeypatch):
+    from training.warm_start import weights_sha256
+
+    first, tuned = tmp_path / "work" / "minilm" / "model", tmp_path / "work" / "minilm_words" / "model"
+    for model_dir in (first, tuned):
+        model_dir.mkdir(parents=True)
+        (model_dir / "model.pt").write_bytes(model_dir.parent.name.encode())
+    (first / "config.json").write_text("{}", encoding="utf-8")
+    started = {"initialised_from": {"path": str(first), "weights_sha256": weights_sha256(first)}}
+    (tuned / "config.json").write_text(json.dumps(started), encoding="utf-8")
+    (tmp_path / "runs").mkdir()
+    source = {**timed("nodropout1600", 1, 0.665, (1500, 100)), "model_dir": str(tuned), "machine": "a machine"}
+    (tmp_path / "runs" / "nodropout1600_seed1.json").write_text(json.dumps(source), encoding="utf-8")
+    scored = []
+
+    def score(params, path, work, args, splits):
+        scored.append(Path(path))
+        return {"dev": scores(0.663)}
+
+    def train_model(*_, **__):
+        raise AssertionError("a first-phase run trains nothing")
+
+    monkeypatch.setattr(asr_levers, "score", score)
+    monkeypatch.setattr("training.train_model", train_model)
+    argv = ["--params", str(REPO / "params.yaml"), "--out", str(tmp_path), "--work", str(tmp_path / "work"),
+            "--runs", "nodropout1600", "nodropout1600_first_phase"]
+    assert asr_levers.main(argv) == 0
+    assert scored == [first]
+    done = json.loads((tmp_path / "runs" / "nodropout1600_first_phase_seed1.json").read_text(encoding="utf-8"))
+    assert done["model_dir"] == str(first) and done["phases"] == source["phases"]
+    said = [line for line in (tmp_path / "levers.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("- `nodropout1600_first_phase`: dev")]
+    # measured against its source, seed by seed; its time is the source's, not an extra
+    assert said == ["- `nodropout1600_first_phase`: dev Δ F1 against `nodropout1600` -0.2 (seed 1; mean -0.20; no "
+                    "training of its own: `nodropout1600`'s first phase): not kept: did not raise F1"]
+
+    (first / "model.pt").write_bytes(b"trained again")  # the source's first phase is not what its tuning started from
+    (tmp_path / "runs" / "nodropout1600_first_phase_seed1.json").unlink()
+    with pytest.raises(SystemExit, match="no longer holds the weights"):
+        asr_levers.main(argv)
+    (tmp_path / "runs" / "nodropout1600_seed1.json").unlink()
+    with pytest.raises(SystemExit, match=r"nodropout1600_seed1\.json does not exist: run --runs nodropout1600"):
+        asr_levers.main(argv[:-2] + ["nodropout1600_first_phase"])
