@@ -109,9 +109,10 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                       {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1600}}),
     # no training: is the head's second phase still worth having once the fine-tuning has no dropout? (with dropout
     # it raised Ref / ASR by +0.7 / +1.7; without, the first phase alone scored higher on both, which chooses nothing)
+    # (its settings are its source run's, which its result records: :data:`FIRST_PHASE_OF`)
     "nodropout1600_first_phase": ("`nodropout1600`'s first phase alone (its fine-tuned `minilm`, before the head's "
                                   "second phase), scored as it is: no training, measured against `nodropout1600`",
-                                  {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1600}}),
+                                  {}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
@@ -277,7 +278,7 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
     if run in FIRST_PHASE_OF:
         source = finished_run(args.out, FIRST_PHASE_OF[run], seed, run)
         model_dir = first_phase_model(Path(source["model_dir"]))
-        return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
+        return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": source["levers"], "model_dir": str(model_dir),
                 "phases": source["phases"], "scores": score(params, model_dir, work, args, args.splits)}
     configs = run_configs(params, run, {**dict(args.train_set), "seed": seed}, dict(args.model_set))
     if args.pipeline_model and seed == int(experiment_config(params, EXPERIMENT)[1]["seed"]):
@@ -509,14 +510,14 @@ def verdicts(results: list[dict], split: str = "dev", step_costs: list[dict] = (
         extra = None if wall is None or base_wall is None else wall - base_wall
         uncompared = wall is not None and base_wall is None
         estimated = None  # (ratio, machine) of the step costs the extra training time is estimated from
-        if uncompared and run in REFERENCE:
+        if run in FIRST_PHASE_OF:  # trains nothing: its time is the run's whose first phase it is
+            extra, uncompared = None, False
+        elif uncompared and run in REFERENCE:
             measured = step_cost_ratio(step_costs, study_model(results, run), study_model(results, REFERENCE[run]))
             if measured is not None:
                 extra = estimated_extra_s(results, run, REFERENCE[run], measured[0])
                 if extra is not None:
                     uncompared, estimated = False, measured
-        if run in FIRST_PHASE_OF:  # trains nothing: its time is the run's whose first phase it is
-            extra, uncompared = None, False
         if TRAINING_COST.get(run, 1.0) > 1.0:
             why = f"not a lever: {TRAINING_COST[run]:g}x the fine-tuning steps, outside the CPU budget"
         elif extra is not None and extra > MAX_EXTRA_TRAINING_S:

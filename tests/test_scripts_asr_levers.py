@@ -335,7 +335,8 @@ def test_a_first_phase_run_scores_the_model_its_source_started_from_and_trains_n
     started = {"initialised_from": {"path": str(first), "weights_sha256": weights_sha256(first)}}
     (tuned / "config.json").write_text(json.dumps(started), encoding="utf-8")
     (tmp_path / "runs").mkdir()
-    source = {**timed("nodropout1600", 1, 0.665, (1500, 100)), "model_dir": str(tuned), "machine": "a machine"}
+    source = {**timed("nodropout1600", 1, 0.665, (1500, 100), levers={"model": {"dropout": 0.0}}),
+              "model_dir": str(tuned), "machine": "a machine"}
     (tmp_path / "runs" / "nodropout1600_seed1.json").write_text(json.dumps(source), encoding="utf-8")
     scored = []
 
@@ -354,6 +355,7 @@ def test_a_first_phase_run_scores_the_model_its_source_started_from_and_trains_n
     assert scored == [first]
     done = json.loads((tmp_path / "runs" / "nodropout1600_first_phase_seed1.json").read_text(encoding="utf-8"))
     assert done["model_dir"] == str(first) and done["phases"] == source["phases"]
+    assert done["levers"] == source["levers"]  # what its model was trained with: its source's settings
     said = [line for line in (tmp_path / "levers.md").read_text(encoding="utf-8").splitlines()
             if line.startswith("- `nodropout1600_first_phase`: dev")]
     # measured against its source, seed by seed; its time is the source's, not an extra
