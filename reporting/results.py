@@ -73,7 +73,10 @@ def results_markdown(profile: str, experiments: dict[str, dict[str, Any]], publi
         best = "–" if best_step is None else str(best_step)
         if best_step is not None and steps and best_step >= 0.9 * steps:
             best += " (*still improving*)"
-        lines.append(f"| {name} | {_pct(t.get('best_dev_f1'))} | {best} | {steps if steps is not None else '–'} |")
+        kept = t.get("kept")  # a model of the last step's weights (train.keep: last), not the best evaluation's
+        total = "–" if steps is None else str(steps)
+        total += f" (the model: step {kept['step']}'s weights)" if kept else ""
+        lines.append(f"| {name} | {_pct(t.get('best_dev_f1'))} | {best} | {total} |")
     lines += ["", "## Plots", ""]
     for name, experiment in experiments.items():
         figures = experiment.get("figures") or []

@@ -39,7 +39,9 @@ run with a reference trained where no baseline ran is timed from the reference's
 measured on one machine (``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``, matched by the model
 settings they resolved to: :func:`estimated_extra_s`). A run of :data:`FIRST_PHASE_OF` trains nothing: it scores
 another run's first-phase model (``nodropout1600_first_phase``: is the head's second phase still worth having
-without dropout?). The script pins the pipeline's numerics (``experiments.numerics``), so a run here and the
+without dropout?). A run of :data:`RESUMES` differs from another only in which weights each phase keeps
+(``keep_last``: the last step's instead of the best dev evaluation's): it takes that run's finished first phase and
+trains only the second. The script pins the pipeline's numerics (``experiments.numerics``), so a run here and the
 pipeline's model of the same settings are the same bytes.
 
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
@@ -79,6 +81,9 @@ EXPERIMENT, TUNING = "minilm", "minilm_words"
 STUDY_BASELINE: dict[str, dict[str, Any]] = {EXPERIMENT: {"max_steps": 1000}}
 #: the model settings of that default, under each run's own (dropout was on until ``nodropout1600`` was kept)
 STUDY_MODEL: dict[str, Any] = {"dropout": 0.1}
+#: the train settings of that default over both phases, under each run's own (each phase kept its best dev
+#: evaluation's weights until ``keep_last`` was kept)
+STUDY_TRAIN: dict[str, Any] = {"keep": "best"}
 #: name -> (what it is, train settings over both phases)
 RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "baseline": ("params.yaml with the study's 1,000 fine-tuning steps, every lever off (the default until "
@@ -113,6 +118,13 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "nodropout1600_first_phase": ("`nodropout1600`'s first phase alone (its fine-tuned `minilm`, before the head's "
                                   "second phase), scored as it is: no training, measured against `nodropout1600`",
                                   {}),
+    # which weights each phase keeps: with the rate annealed to zero, the best of 16 evaluations on 10,000 dev tokens
+    # is a noisy choice (both seeds of `nodropout1600` kept step 1,400 of 1,600); no training of its own for the
+    # first phase (:data:`RESUMES`)
+    "keep_last": ("`nodropout1600` keeping each phase's last weights instead of its best dev evaluation's (every 100 "
+                  "steps on 10,000 dev tokens): its first phase not trained again but kept the new way, the "
+                  "head's second phase trained again from it, measured against `nodropout1600`",
+                  {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1600}, "keep": "last"}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
@@ -120,13 +132,18 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                 "2.6x: a budget point, never a lever", {EXPERIMENT: {"max_steps": 3000}}),
 }
 #: the run a lever is measured against where not the baseline (its F1, seed by seed): the default it would replace
-REFERENCE: dict[str, str] = {"nodropout1600": "steps1350", "nodropout1600_first_phase": "nodropout1600"}
+REFERENCE: dict[str, str] = {"nodropout1600": "steps1350", "nodropout1600_first_phase": "nodropout1600",
+                             "keep_last": "nodropout1600"}
 #: runs that decode the baseline's model of the same seed again instead of training (their levers change only the
 #: model directory's recorded decoding; model selection on dev stays the baseline's)
 DECODE_ONLY = ("combine_decode", "combine_decode_stride25")
 #: runs that score the first-phase model (the fine-tuned ``minilm`` its ``minilm_words`` started from) of another
 #: run of the same seed instead of training: that run's tuned model without its second phase
 FIRST_PHASE_OF: dict[str, str] = {"nodropout1600_first_phase": "nodropout1600"}
+#: runs whose first phase differs from another run's of the same seed only in which weights it keeps
+#: (``training.config.SELECTION_FIELDS``, outside the checkpoint fingerprint): that run's finished checkpoint is
+#: copied into this run's work folder, and the trainer keeps its weights this run's way without training again
+RESUMES: dict[str, str] = {"keep_last": "nodropout1600"}
 DEFAULT_RUNS = ("baseline", "augment", "jitter", "combine", "all")
 CLASSES = ("COMMA", "PERIOD", "QUESTION")
 
@@ -135,7 +152,7 @@ def run_configs(params: dict, run: str, train_sets: dict, model_sets: dict) -> d
     """``{"minilm": (model, train), "minilm_words": (model, train)}`` of ``run``: params' settings, the run's
     levers and ``train_sets`` over both phases' ``train`` (a setting keyed by a phase's name over that phase only),
     the run's ``model`` settings and then ``model_sets`` over both models."""
-    levers = {**RUNS[run][1], **train_sets}
+    levers = {**STUDY_TRAIN, **RUNS[run][1], **train_sets}
     own = {phase: {**STUDY_BASELINE.get(phase, {}), **levers.pop(phase, {})}  # one phase's settings
            for phase in (EXPERIMENT, TUNING)}
     model_sets = {**STUDY_MODEL, **levers.pop("model", {}), **model_sets}  # the study's, the run's, the call's
@@ -261,6 +278,34 @@ def first_phase_model(tuned_dir: Path) -> Path:
     return source
 
 
+def resume_first_phase(params: dict, run: str, seed: int, args: argparse.Namespace) -> None:
+    """Copy the finished first phase of :data:`RESUMES`' run of ``seed`` into ``run``'s work folder (once): an error
+    where that run's first phase differs from ``run``'s in more than which weights it keeps, or is not in ``--work``."""
+    from training.config import SELECTION_FIELDS, TrainConfig
+
+    source = RESUMES[run]
+    target = args.work / f"{run}_seed{seed}" / EXPERIMENT / "state"
+    if target.exists():
+        return
+    ours, theirs = (run_configs(params, name, {**dict(args.train_set), "seed": seed}, dict(args.model_set))[EXPERIMENT]
+                    for name in (run, source))
+    if ours[0] != theirs[0] or TrainConfig.from_mapping(ours[1]).fingerprinted() != \
+            TrainConfig.from_mapping(theirs[1]).fingerprinted():
+        raise SystemExit(f"error: {run}'s first phase differs from {source}'s in more than "
+                         f"{', '.join(SELECTION_FIELDS)}: it cannot resume {source}'s")
+    state = args.work / f"{source}_seed{seed}" / EXPERIMENT / "state"
+    if not (state / "checkpoint.pt").is_file():
+        raise SystemExit(f"error: {run} (seed {seed}) keeps {source}'s finished first phase its own way, and "
+                         f"{state / 'checkpoint.pt'} does not exist: run --runs {source} --seeds {seed} first")
+    shutil.copytree(state, target, ignore=shutil.ignore_patterns("*.lock"))
+
+
+def first_phase_of_source(phase: dict[str, Any], source: dict[str, Any], name: str) -> dict[str, Any]:
+    """A :data:`RESUMES` run's first ``phase`` (its settings and metrics) with the timings of the training it kept
+    its own way: ``source``'s (the result of run ``name``) first phase."""
+    return {**phase, "timings": source["phases"][EXPERIMENT]["timings"], "resumed_from": name}
+
+
 def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """Both phases of ``run`` with ``seed`` (resumable), then the tuned model scored on ``args.splits``.
 
@@ -288,6 +333,8 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
                     "levers": RUNS[run][1], "model_dir": str(args.pipeline_model), "phases": phases,
                     "scores": score(params, args.pipeline_model, work, args, args.splits)}
         print(f"   {args.pipeline_model} was trained with other settings than {run}'s: training {run}", flush=True)
+    if run in RESUMES:
+        resume_first_phase(params, run, seed, args)
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
     trained = {}
     for phase, features, init_from in ((EXPERIMENT, args.features, None),
@@ -298,6 +345,9 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
         if not result.metrics["completed"]:
             raise RuntimeError(f"{run} seed {seed}: {phase} did not complete")
         trained[phase] = {"train": train, "metrics": result.metrics, "timings": result.timings}
+    if run in RESUMES:  # its first phase's time is the source's training, not the seconds it took to keep it
+        trained[EXPERIMENT] = first_phase_of_source(trained[EXPERIMENT],
+                                                    finished_run(args.out, RESUMES[run], seed, run), RESUMES[run])
     model_dir = work / TUNING / "model"
     return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
             "phases": trained, "machine": this_machine(), "scores": score(params, model_dir, work, args, args.splits)}
@@ -482,6 +532,36 @@ def estimated_extra_s(results: list[dict], run: str, reference: str, ratio: floa
     return reference_wall - base_wall + sum(changes) / len(changes)
 
 
+def extra_training(results: list[dict], run: str, step_costs: list[dict] = ()
+                   ) -> tuple[float | None, bool, tuple[float, str] | None, float | None]:
+    """``(extra, uncompared, estimated, beside)``: ``run``'s training seconds over the baseline's (None: unknown),
+    whether it was trained where no baseline ran and could not be timed, the ``(ratio, machine)`` of the step costs
+    an estimate came from, and the seconds it took beyond its :data:`REFERENCE` trained on the same machine.
+
+    Wall times compare only on one machine: the run's against the baseline's seeds trained where it was; else its
+    reference's extra (this function's, again) plus what the run took beyond the reference on their machine; else,
+    for a reference trained elsewhere, an estimate from the step costs (:func:`estimated_extra_s`)."""
+    machine = machine_of(next(r for r in results if r["run"] == run))
+    wall, base_wall = mean_wall_s(results, run, machine), mean_wall_s(results, "baseline", machine)
+    if run in FIRST_PHASE_OF:  # trains nothing: its time is the run's whose first phase it is
+        return None, False, None, None
+    if wall is None or base_wall is not None or run not in REFERENCE:
+        return (None if wall is None or base_wall is None else wall - base_wall), wall is not None and \
+            base_wall is None, None, None
+    reference = REFERENCE[run]
+    reference_wall = mean_wall_s(results, reference, machine)
+    if reference_wall is not None:  # beside the reference: its extra, and this run's difference from it
+        extra, uncompared, estimated, _ = extra_training(results, reference, step_costs)
+        if extra is not None:
+            return extra + wall - reference_wall, uncompared, estimated, wall - reference_wall
+    measured = step_cost_ratio(step_costs, study_model(results, run), study_model(results, reference))
+    if measured is not None:
+        extra = estimated_extra_s(results, run, reference, measured[0])
+        if extra is not None:
+            return extra, False, measured, None
+    return None, True, None, None
+
+
 def verdicts(results: list[dict], split: str = "dev", step_costs: list[dict] = ()) -> list[str]:
     """What each lever's runs say on ``split``: its change against the run it is measured against (the baseline, or
     its :data:`REFERENCE`) of the same seed, per seed. A lever is kept only when it raised F1 on every seed of at
@@ -504,20 +584,8 @@ def verdicts(results: list[dict], split: str = "dev", step_costs: list[dict] = (
         deltas = list(changes.values())
         mean = sum(deltas) / len(deltas)
         said = ", ".join(f"{d:+.1f}" for d in deltas)
-        # wall times compare only on one machine: the run's against the baseline's seeds trained where it was
         machine = machine_of(next(r for r in results if r["run"] == run))
-        wall, base_wall = mean_wall_s(results, run, machine), mean_wall_s(results, "baseline", machine)
-        extra = None if wall is None or base_wall is None else wall - base_wall
-        uncompared = wall is not None and base_wall is None
-        estimated = None  # (ratio, machine) of the step costs the extra training time is estimated from
-        if run in FIRST_PHASE_OF:  # trains nothing: its time is the run's whose first phase it is
-            extra, uncompared = None, False
-        elif uncompared and run in REFERENCE:
-            measured = step_cost_ratio(step_costs, study_model(results, run), study_model(results, REFERENCE[run]))
-            if measured is not None:
-                extra = estimated_extra_s(results, run, REFERENCE[run], measured[0])
-                if extra is not None:
-                    uncompared, estimated = False, measured
+        extra, uncompared, estimated, beside = extra_training(results, run, step_costs)
         if TRAINING_COST.get(run, 1.0) > 1.0:
             why = f"not a lever: {TRAINING_COST[run]:g}x the fine-tuning steps, outside the CPU budget"
         elif extra is not None and extra > MAX_EXTRA_TRAINING_S:
@@ -535,7 +603,11 @@ def verdicts(results: list[dict], split: str = "dev", step_costs: list[dict] = (
         else:
             why = "**kept**"
         cost = f"; training {extra:+.0f} s" if extra is not None and abs(extra) >= 30 else ""
-        if estimated is not None:
+        if beside is not None:  # the reference's extra (measured or estimated) and the difference from it
+            cost = (f"; training {extra:+.0f} s: `{REFERENCE[run]}`'s {extra - beside:+.0f} s"
+                    f"{' (estimated)' if estimated is not None else ''} and {beside:+.0f} s measured beside it on "
+                    f"{machine}")
+        elif estimated is not None:
             cost = (f"; training {extra:+.0f} s, estimated: `{REFERENCE[run]}`'s, its fine-tuning at this run's "
                     f"steps and {estimated[0]:.2f}x its step cost, measured on {estimated[1]} (`{STEP_COSTS_FILE}`)")
         if uncompared:

@@ -13,11 +13,15 @@ def test_results_table_puts_published_figures_beside_ours():
                                    "train": {"best_dev_f1": 0.55, "steps": 1000, "best_step": 950},
                                    "published": "yi_tao_2019/word"},
                    "blstm": {"eval": {"ref": scores(0.5)}, "train": {"best_dev_f1": 0.5, "steps": 1000,
-                                                                       "best_step": 600}}}
+                                                                       "best_step": 600}},
+                   "minilm": {"eval": {"ref": scores(0.6)}, "train": {"best_dev_f1": 0.6, "steps": 1600,
+                                                                        "best_step": 1400,
+                                                                        "kept": {"rule": "last", "step": 1600}}}}
     text = results_markdown("small", experiments, load_published())
     training = {line.split("|")[1].strip(): line for line in text.splitlines() if line.count("|") == 5}
     assert "950 (*still improving*)" in training["transformer"]
     assert "600 |" in training["blstm"] and "still improving" not in training["blstm"]
+    assert training["minilm"].endswith("| 1400 | 1600 (the model: step 1600's weights) |")  # train.keep: last
     assert "reduced CPU profile" in text
     assert "seconds" not in text and "tokens/s" not in text  # a rerun must give the same report
     ref_row = next(line for line in text.splitlines() if line.startswith("| transformer (reduced) | Ref"))

@@ -195,7 +195,7 @@ def test_every_run_is_measured_against_the_study_baseline_whatever_params_holds_
     assert base["minilm"][1]["max_steps"] == asr_levers.STUDY_BASELINE["minilm"]["max_steps"] == 1000
     for steps in (1350, 2000):  # whatever the default fine-tuning has become, the baseline run is the same
         moved = copy.deepcopy(params)
-        moved["profiles"][moved["profile"]]["experiments"]["minilm"]["train"]["max_steps"] = steps
+        moved["profiles"][moved["profile"]]["experiments"]["minilm"]["train"].update(max_steps=steps, keep="last")
         assert asr_levers.run_configs(moved, "steps2x", {"seed": 1}, {})["minilm"][1]["max_steps"] == 2000
         assert asr_levers.run_configs(moved, "baseline", {"seed": 1}, {}) == base
     longer = asr_levers.run_configs(params, "steps1350", {"seed": 1}, {})
@@ -369,3 +369,78 @@ def test_a_first_phase_run_scores_the_model_its_source_started_from_and_trains_n
     (tmp_path / "runs" / "nodropout1600_seed1.json").unlink()
     with pytest.raises(SystemExit, match=r"nodropout1600_seed1\.json does not exist: run --runs nodropout1600"):
         asr_levers.main(argv[:-2] + ["nodropout1600_first_phase"])
+
+
+def test_a_run_kept_another_way_is_timed_from_its_reference_beside_it(monkeypatch):
+    monkeypatch.setattr(asr_levers, "REFERENCE", {"longer": "baseline", "kept_other_way": "longer"})
+    other = "AMD EPYC, 2 cores, no AVX-512"
+    results = [timed("baseline", 1, 0.640, (700, 100)), timed("baseline", 2, 0.640, (700, 100)),
+               timed("longer", 1, 0.650, (900, 100)), timed("longer", 2, 0.660, (900, 100)),
+               {**timed("longer", 3, 0.660, (2700, 300)), "machine": other},
+               {**timed("kept_other_way", 3, 0.662, (2700, 285)), "machine": other}]
+    # `longer`: +200 s against the baseline on the study's machine; its run of seed 3 beside the new one: -15 s
+    assert asr_levers.extra_training(results, "kept_other_way") == (185.0, False, None, -15.0)
+    said = {line.split("`")[1]: line for line in asr_levers.verdicts(results) if line.startswith("- `")}
+    assert said["kept_other_way"] == ("- `kept_other_way`: dev Δ F1 against `longer` +0.2 (seed 3; mean +0.20; "
+                                      f"training +185 s: `longer`'s +200 s and -15 s measured beside it on {other}): "
+                                      "not kept yet: one seed")
+    # a reference whose own extra is unknown (trained only where no baseline ran) leaves the run uncompared
+    elsewhere = [r for r in results if r["run"] != "longer" or r.get("machine") == other]
+    assert asr_levers.extra_training(elsewhere, "kept_other_way") == (None, True, None, None)
+
+
+def test_keep_last_resumes_its_source_s_finished_first_phase_and_trains_only_the_second(tmp_path, monkeypatch):
+    params = load_params(REPO / "params.yaml")
+    args = argparse.Namespace(work=tmp_path / "work", train_set=[], model_set=[])
+    with pytest.raises(SystemExit, match=r"nodropout1600_seed1/minilm/state/checkpoint\.pt does not exist: run "
+                                         r"--runs nodropout1600 --seeds 1 first"):
+        asr_levers.resume_first_phase(params, "keep_last", 1, args)
+    state = tmp_path / "work" / "nodropout1600_seed1" / "minilm" / "state"
+    state.mkdir(parents=True)
+    (state / "checkpoint.pt").write_bytes(b"finished")
+    (state / "trainer.lock").write_bytes(b"")
+    asr_levers.resume_first_phase(params, "keep_last", 1, args)
+    copied = tmp_path / "work" / "keep_last_seed1" / "minilm" / "state"
+    assert (copied / "checkpoint.pt").read_bytes() == b"finished" and not (copied / "trainer.lock").exists()
+    # the settings differ only in which weights are kept: the same fingerprint, so the trainer resumes it
+    from training.config import TrainConfig
+
+    ours, theirs = (asr_levers.run_configs(params, run, {"seed": 1}, {})["minilm"] for run in
+                    ("keep_last", "nodropout1600"))
+    assert ours[1]["keep"] == "last" and "keep" not in TrainConfig.from_mapping(theirs[1]).as_params()
+    assert TrainConfig.from_mapping(ours[1]).fingerprinted() == TrainConfig.from_mapping(theirs[1]).fingerprinted()
+    assert asr_levers.run_configs(params, "keep_last", {"seed": 1}, {})["minilm_words"][1]["keep"] == "last"
+    # a run that differs in more than that cannot resume it
+    monkeypatch.setitem(asr_levers.RESUMES, "steps2x", "nodropout1600")
+    with pytest.raises(SystemExit, match="differs from nodropout1600's in more than keep"):
+        asr_levers.resume_first_phase(params, "steps2x", 1, args)
+
+
+def test_a_resumed_run_s_first_phase_is_timed_as_its_source_s_training(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    state = tmp_path / "work" / "nodropout1600_seed1" / "minilm" / "state"
+    state.mkdir(parents=True)
+    (state / "checkpoint.pt").write_bytes(b"finished")
+    (tmp_path / "runs").mkdir()
+    source = {**timed("nodropout1600", 1, 0.665, (3310, 387), levers={"model": {"dropout": 0.0}}),
+              "machine": asr_levers.this_machine()}
+    (tmp_path / "runs" / "nodropout1600_seed1.json").write_text(json.dumps(source), encoding="utf-8")
+    trained = []
+
+    def train_model(features, out_dir, state_dir, *, model_config, train_config, **_):
+        phase = Path(state_dir).parent.name
+        trained.append((phase, train_config["keep"], (Path(state_dir) / "checkpoint.pt").exists()))
+        wall = 6.0 if phase == "minilm" else 360.0  # keeping the finished phase: seconds
+        return SimpleNamespace(metrics={"completed": True, "steps": 10}, timings={"wall_seconds": wall})
+
+    monkeypatch.setattr("training.train_model", train_model)
+    monkeypatch.setattr(asr_levers, "score", lambda *_: {"dev": scores(0.667)})
+    argv = ["--params", str(REPO / "params.yaml"), "--out", str(tmp_path), "--work", str(tmp_path / "work"),
+            "--runs", "keep_last"]
+    assert asr_levers.main(argv) == 0
+    assert trained == [("minilm", "last", True), ("minilm_words", "last", False)]  # the first phase resumed
+    done = json.loads((tmp_path / "runs" / "keep_last_seed1.json").read_text(encoding="utf-8"))
+    assert done["phases"]["minilm"]["timings"] == {"wall_seconds": 3310}
+    assert done["phases"]["minilm"]["resumed_from"] == "nodropout1600"
+    assert asr_levers.training_wall_s(done) == 3310 + 360  # 27 s less than its source beside it

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
-from training import Budget, epoch_plan, train_model, transformer_schedule
+from training import Budget, epoch_plan, train_model, training_fingerprint, transformer_schedule
 from training.batches import linear_schedule, lr_schedule
 from training.config import ConfigError, TrainConfig
 
@@ -102,6 +102,37 @@ def test_lr_schedule_is_checked_and_recorded_only_when_not_the_default():
         TrainConfig.from_mapping({**TRAIN, "lr_schedule": "cosine"})
     assert "lr_schedule" not in TrainConfig.from_mapping(TRAIN).as_params()  # older runs keep their fingerprints
     assert TrainConfig.from_mapping({**TRAIN, "lr_schedule": "linear"}).as_params()["lr_schedule"] == "linear"
+
+
+def test_keep_is_checked_recorded_only_when_last_and_left_out_of_the_fingerprint(features):
+    with pytest.raises(ConfigError, match="keep"):
+        TrainConfig.from_mapping({**TRAIN, "keep": "median"})
+    best, last = TrainConfig.from_mapping(TRAIN), TrainConfig.from_mapping({**TRAIN, "keep": "last"})
+    assert "keep" not in best.as_params()  # older runs keep their recorded settings
+    assert last.as_params()["keep"] == "last" and "keep" not in last.fingerprinted()
+    assert training_fingerprint(TINY_MODEL, last, features) == training_fingerprint(TINY_MODEL, best, features)
+    assert training_fingerprint(TINY_MODEL, best.replace(lr=0.001), features) != \
+        training_fingerprint(TINY_MODEL, best, features)
+
+
+def test_keep_last_keeps_a_finished_run_s_last_weights_without_training_it_again(features, tmp_path):
+    noisy = {**TRAIN, "lr": 0.1, "eval_every_steps": 2}  # a high rate: the best evaluation is not the last step's
+    best = train_model(features, tmp_path / "best", tmp_path / "s", model_config=TINY_MODEL, train_config=noisy,
+                       window=30, stride=15)
+    assert best.metrics["best_step"] < best.metrics["steps"] and "kept" not in best.metrics
+    final = torch.load(tmp_path / "s" / "checkpoint.pt", weights_only=False)["model"]
+    # one step of budget: only a run that resumes the finished checkpoint, instead of training again, completes
+    last = train_model(features, tmp_path / "last", tmp_path / "s", model_config=TINY_MODEL,
+                       train_config={**noisy, "keep": "last"}, window=30, stride=15, budget=Budget(steps=1))
+    assert last.metrics["completed"] and last.metrics["steps"] == best.metrics["steps"]
+    assert last.metrics["kept"] == {"rule": "last", "step": best.metrics["steps"]}
+    assert last.metrics["best_step"] == best.metrics["best_step"]  # the evaluations are still the run's
+    kept, chosen = weights(tmp_path / "last"), weights(tmp_path / "best")
+    assert all(torch.equal(kept[name], final[name].cpu()) for name in final)
+    assert any(not torch.equal(kept[name], chosen[name]) for name in kept)
+    recorded = [json.loads((tmp_path / name / "config.json").read_text()) for name in ("best", "last")]
+    assert recorded[1]["train"]["keep"] == "last" and "keep" not in recorded[0]["train"]
+    assert recorded[0]["fingerprint"] == recorded[1]["fingerprint"]
 
 
 def test_a_linear_schedule_ends_training_at_a_rate_near_zero(features, tmp_path):

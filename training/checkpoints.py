@@ -206,9 +206,9 @@ def training_fingerprint(model_config: dict, train_config: dict | TrainConfig, f
                          initial_weights: str | None = None) -> str:
     """Identifies a training run: its configuration, the content of the features it reads and, for a warm
     start, of the weights it starts from (``initial_weights``: their sha256; absent otherwise, so that the
-    fingerprints of runs from scratch stay what they were)."""
-    if isinstance(train_config, TrainConfig):
-        train_config = train_config.as_params()
+    fingerprints of runs from scratch stay what they were). Not which weights the run keeps
+    (:data:`training.config.SELECTION_FIELDS`): a finished run's checkpoint serves any of them."""
+    train_config = TrainConfig.from_mapping(train_config).fingerprinted()
     content = {"model": model_config, "train": train_config,
                "features": file_sha256(Path(features_dir) / "manifest.json")}
     if initial_weights is not None:

@@ -38,6 +38,8 @@ LR_SCHEDULES = ("rsqrt", "linear", "exponential", "constant")
 #: ``decode_combine`` values (inference.windows.COMBINE_RULES): a token's label from the window it is most central
 #: in, or the arg-max of its logits summed over every window covering it
 DECODE_COMBINE = ("centre", "sum")
+#: ``keep`` values: which weights the model directory gets -- those of the best dev evaluation, or the last step's
+KEEP_RULES = ("best", "last")
 
 
 class ConfigError(ValueError):
@@ -84,6 +86,12 @@ class TrainConfig:
     #    down to zero at the schedule's last step, exponential = down to a tenth of the peak at the last step,
     #    constant = the peak to the end (recorded only when not rsqrt, so older runs keep their fingerprints) --
     lr_schedule: str = field(default="rsqrt", metadata={"recorded_when_set": True})
+    # -- which weights the run keeps, not which it trains: outside the checkpoint fingerprint (SELECTION_FIELDS),
+    #    so a finished run is kept another way by running it again, without training it again --
+    #: best = the weights of the best dev F1 among the evaluations (every eval_every_steps on dev_eval_tokens);
+    #: last = the weights at the schedule's end (with a rate annealed to zero, a small dev slice's best of many
+    #: evaluations is a noisy choice: reports/asr_levers/levers.md, ``keep_last``)
+    keep: str = field(default="best", metadata={"recorded_when_set": True, "selection": True})
     # -- execution: how the computation runs, not what it computes (defaults: today's behaviour) --
     #: auto = bf16 autocast on CUDA, float32 on the CPU
     precision: str = field(default="auto", metadata={"execution": True})
@@ -133,6 +141,7 @@ class TrainConfig:
         need(self.decode_stride is None or self.decode_stride >= 1, "decode_stride", "must be null or >= 1")
         need(self.eval_batch_size is None or self.eval_batch_size >= 1, "eval_batch_size", "must be null or >= 1")
         need(self.lr_schedule in LR_SCHEDULES, "lr_schedule", f"must be one of {', '.join(LR_SCHEDULES)}")
+        need(self.keep in KEEP_RULES, "keep", f"must be one of {', '.join(KEEP_RULES)}")
         need(self.decode_combine in DECODE_COMBINE, "decode_combine", f"must be one of {', '.join(DECODE_COMBINE)}")
         need(0 <= self.window_jitter < self.seq_len, "window_jitter", "must be in [0, seq_len)")
         need(0 <= self.augment_rate < 1, "augment_rate", "must be in [0, 1)")
@@ -144,6 +153,11 @@ class TrainConfig:
         need(self.precision in PRECISIONS, "precision", f"must be one of {', '.join(PRECISIONS)}")
         need(self.compile in COMPILE_MODES, "compile", f"must be one of {', '.join(COMPILE_MODES)}")
         need(self.resident in RESIDENT_MODES, "resident", f"must be one of {', '.join(RESIDENT_MODES)}")
+
+    def fingerprinted(self) -> dict[str, Any]:
+        """:meth:`as_params` without the settings that only choose which weights are kept (:data:`SELECTION_FIELDS`):
+        what the checkpoint fingerprint covers."""
+        return {key: value for key, value in self.as_params().items() if key not in SELECTION_FIELDS}
 
     def replace(self, **changes: Any) -> TrainConfig:
         """A copy with ``changes`` (validated)."""
@@ -160,6 +174,10 @@ class TrainConfig:
             if full or not optional or value != f.default:
                 settings[f.name] = value
         return settings
+
+
+#: settings that choose which of a run's weights its model directory gets, not how it trains (outside its fingerprint)
+SELECTION_FIELDS = tuple(f.name for f in fields(TrainConfig) if f.metadata.get("selection"))
 
 
 def _required(f: dataclasses.Field) -> bool:

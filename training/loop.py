@@ -2,10 +2,11 @@
 
 Seeded and deterministic: the window order of every epoch is a function of the seed and the epoch
 (:func:`training.batches.epoch_plan`); the best checkpoint by dev F1 (greedy-decoded, scored like the
-benchmark) becomes the model. A run can be killed at any point: it resumes from the last checkpoint in
-``state_dir`` when that checkpoint was made from the same configuration and the same features (a
-fingerprint of both) and starts afresh otherwise. Checkpoints are atomic and keep the previous good one
-(:mod:`training.checkpoints`); the training folder is locked while a trainer uses it.
+benchmark) becomes the model, or the last step's weights (``train.keep: last``). A run can be killed at any
+point: it resumes from the last checkpoint in ``state_dir`` when that checkpoint was made from the same
+configuration and the same features (a fingerprint of both, which leaves out which weights are kept: a finished
+run is kept another way without training again) and starts afresh otherwise. Checkpoints are atomic and keep
+the previous good one (:mod:`training.checkpoints`); the training folder is locked while a trainer uses it.
 
 On CUDA the loop does no host work per step and waits for the device only where it must read a figure: the
 training and dev tokens are resident on the device and batches are cut there by index
@@ -59,7 +60,7 @@ from training.execution import (
     processes_of,
 )
 from training.graph_step import GRAPH, GraphStep, graph_optimizer, graph_refusal, note_step_mode, step_counts
-from training.model_output import best_weights, write_model_dir
+from training.model_output import kept_weights, write_model_dir
 from training.warm_start import warm_start
 
 log = logging.getLogger(__name__)
@@ -104,8 +105,9 @@ def train_model(
     call checkpoints and returns an incomplete result (``metrics["completed"] is False``) that the next call
     resumes exactly; a stopped one ends training for good where it is (``metrics["stopped_at_deadline"]``).
 
-    ``out_dir`` receives ``model.pt`` (best weights), ``config.json``, ``history.csv``, the token embedder
-    (so the model directory is self-contained for ``punctuate``) and ``learning_curves.png``.
+    ``out_dir`` receives ``model.pt`` (the best weights by dev F1, or the last step's: ``train.keep``),
+    ``config.json``, ``history.csv``, the token embedder (so the model directory is self-contained for
+    ``punctuate``) and ``learning_curves.png``.
     ``state_dir`` holds the resumable checkpoint; it is reused only when its fingerprint matches, and is
     locked while this call runs (:class:`training.checkpoints.TrainingFolderLocked` for a second trainer).
 
@@ -462,7 +464,7 @@ class _Run:
 
     def _write_model_dir(self) -> TrainResult:
         state = self.state
-        source, best = best_weights(self.best_path, state)
+        source, best, kept = kept_weights(self.best_path, state, self.config.keep)
         seconds = state["train_seconds"]
         # What the run achieved: the same figures whenever the same run is repeated (DVC hashes them) ...
         metrics = {
@@ -471,7 +473,7 @@ class _Run:
             "train_tokens_seen": state["train_tokens"],
             "stopped_at_deadline": bool(state.get("stopped_at_deadline", False)),
             "steps_scheduled": self.scheduled_steps,
-            "device": device_name(self.device), "processes": self.processes.world,
+            "device": device_name(self.device), "processes": self.processes.world, **kept,
         }
         metrics.update(note_step_mode(state, self.graph_step, self.graph_refused))  # graph mode: step_mode and why
         # ... and how long it took, which differs at every run: never written into the model directory.

@@ -2,7 +2,7 @@
 
 ::
 
-    model.pt             the best weights by dev F1 (a torch state dict)
+    model.pt             the best weights by dev F1, or the last step's (``train.keep``; a torch state dict)
     config.json          the model's and the training's settings, labels, vector_dim, vocab_size, window, stride,
                          the run's fingerprint and its figures (no wall-clock time: the directory is the same
                          bytes whenever the same run is repeated, so DVC can check a rerun by its hash)
@@ -54,6 +54,17 @@ def best_weights(best_path: Path, state: dict[str, Any]) -> tuple[Path | None, d
     last = next((row for row in reversed(state["history"]) if row.get("dev_f1") != ""), None)
     log.warning("%s: no readable best model; the model is the last weights (step %d)", best_path, state["step"])
     return None, {"best_f1": last["dev_f1"] if last else -1.0, "best_step": state["step"]}
+
+
+def kept_weights(best_path: Path, state: dict[str, Any], keep: str
+                 ) -> tuple[Path | None, dict[str, Any], dict[str, Any]]:
+    """:func:`best_weights`, then which weights the model directory gets by ``keep`` (``train.keep``): the file
+    ``best_weights`` names, or ``None`` (the model's last weights) for ``last``; and what the run's metrics record of
+    that (nothing for ``best``, so the metrics of every run before the setting stay as they were)."""
+    source, best = best_weights(best_path, state)
+    if keep == "best":
+        return source, best, {}
+    return None, best, {"kept": {"rule": keep, "step": state["step"]}}
 
 
 def write_model_dir(out_dir: Path, *, model: nn.Module, weights: Path | None, embedder: Path,
