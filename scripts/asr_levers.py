@@ -280,17 +280,19 @@ def first_phase_model(tuned_dir: Path) -> Path:
 
 def resume_first_phase(params: dict, run: str, seed: int, args: argparse.Namespace) -> None:
     """Copy the finished first phase of :data:`RESUMES`' run of ``seed`` into ``run``'s work folder (once): an error
-    where that run's first phase differs from ``run``'s in more than which weights it keeps, or is not in ``--work``."""
-    from training.config import SELECTION_FIELDS, TrainConfig
+    where the trainer would not resume it (its fingerprint differs: the settings differ in more than which weights
+    are kept), or it is not in ``--work``."""
+    from training import training_fingerprint
+    from training.config import SELECTION_FIELDS
 
     source = RESUMES[run]
     target = args.work / f"{run}_seed{seed}" / EXPERIMENT / "state"
     if target.exists():
         return
-    ours, theirs = (run_configs(params, name, {**dict(args.train_set), "seed": seed}, dict(args.model_set))[EXPERIMENT]
+    ours, theirs = (training_fingerprint(*run_configs(params, name, {**dict(args.train_set), "seed": seed},
+                                                      dict(args.model_set))[EXPERIMENT], args.features)
                     for name in (run, source))
-    if ours[0] != theirs[0] or TrainConfig.from_mapping(ours[1]).fingerprinted() != \
-            TrainConfig.from_mapping(theirs[1]).fingerprinted():
+    if ours != theirs:
         raise SystemExit(f"error: {run}'s first phase differs from {source}'s in more than "
                          f"{', '.join(SELECTION_FIELDS)}: it cannot resume {source}'s")
     state = args.work / f"{source}_seed{seed}" / EXPERIMENT / "state"
@@ -333,7 +335,9 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
                     "levers": RUNS[run][1], "model_dir": str(args.pipeline_model), "phases": phases,
                     "scores": score(params, args.pipeline_model, work, args, args.splits)}
         print(f"   {args.pipeline_model} was trained with other settings than {run}'s: training {run}", flush=True)
+    source = None  # the run whose finished first phase this one keeps its own way: its result read before training
     if run in RESUMES:
+        source = finished_run(args.out, RESUMES[run], seed, run)
         resume_first_phase(params, run, seed, args)
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
     trained = {}
@@ -345,9 +349,8 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
         if not result.metrics["completed"]:
             raise RuntimeError(f"{run} seed {seed}: {phase} did not complete")
         trained[phase] = {"train": train, "metrics": result.metrics, "timings": result.timings}
-    if run in RESUMES:  # its first phase's time is the source's training, not the seconds it took to keep it
-        trained[EXPERIMENT] = first_phase_of_source(trained[EXPERIMENT],
-                                                    finished_run(args.out, RESUMES[run], seed, run), RESUMES[run])
+    if source is not None:  # its first phase's time is the source's training, not the seconds it took to keep it
+        trained[EXPERIMENT] = first_phase_of_source(trained[EXPERIMENT], source, RESUMES[run])
     model_dir = work / TUNING / "model"
     return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
             "phases": trained, "machine": this_machine(), "scores": score(params, model_dir, work, args, args.splits)}
@@ -541,13 +544,16 @@ def extra_training(results: list[dict], run: str, step_costs: list[dict] = ()
     Wall times compare only on one machine: the run's against the baseline's seeds trained where it was; else its
     reference's extra (this function's, again) plus what the run took beyond the reference on their machine; else,
     for a reference trained elsewhere, an estimate from the step costs (:func:`estimated_extra_s`)."""
-    machine = machine_of(next(r for r in results if r["run"] == run))
-    wall, base_wall = mean_wall_s(results, run, machine), mean_wall_s(results, "baseline", machine)
     if run in FIRST_PHASE_OF:  # trains nothing: its time is the run's whose first phase it is
         return None, False, None, None
-    if wall is None or base_wall is not None or run not in REFERENCE:
-        return (None if wall is None or base_wall is None else wall - base_wall), wall is not None and \
-            base_wall is None, None, None
+    machine = machine_of(next(r for r in results if r["run"] == run))
+    wall, base_wall = mean_wall_s(results, run, machine), mean_wall_s(results, "baseline", machine)
+    if wall is None:  # untimed (the pipeline's own model, a decode-only run)
+        return None, False, None, None
+    if base_wall is not None:
+        return wall - base_wall, False, None, None
+    if run not in REFERENCE:
+        return None, True, None, None
     reference = REFERENCE[run]
     reference_wall = mean_wall_s(results, reference, machine)
     if reference_wall is not None:  # beside the reference: its extra, and this run's difference from it

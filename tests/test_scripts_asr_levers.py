@@ -391,7 +391,9 @@ def test_a_run_kept_another_way_is_timed_from_its_reference_beside_it(monkeypatc
 
 def test_keep_last_resumes_its_source_s_finished_first_phase_and_trains_only_the_second(tmp_path, monkeypatch):
     params = load_params(REPO / "params.yaml")
-    args = argparse.Namespace(work=tmp_path / "work", train_set=[], model_set=[])
+    (tmp_path / "features").mkdir()
+    (tmp_path / "features" / "manifest.json").write_text("{}", encoding="utf-8")  # what the fingerprint hashes
+    args = argparse.Namespace(work=tmp_path / "work", train_set=[], model_set=[], features=tmp_path / "features")
     with pytest.raises(SystemExit, match=r"nodropout1600_seed1/minilm/state/checkpoint\.pt does not exist: run "
                                          r"--runs nodropout1600 --seeds 1 first"):
         asr_levers.resume_first_phase(params, "keep_last", 1, args)
@@ -436,8 +438,16 @@ def test_a_resumed_run_s_first_phase_is_timed_as_its_source_s_training(tmp_path,
 
     monkeypatch.setattr("training.train_model", train_model)
     monkeypatch.setattr(asr_levers, "score", lambda *_: {"dev": scores(0.667)})
+    (tmp_path / "features").mkdir()
+    (tmp_path / "features" / "manifest.json").write_text("{}", encoding="utf-8")  # what the fingerprint hashes
     argv = ["--params", str(REPO / "params.yaml"), "--out", str(tmp_path), "--work", str(tmp_path / "work"),
-            "--runs", "keep_last"]
+            "--features", str(tmp_path / "features"), "--runs", "keep_last"]
+    source_file = tmp_path / "runs" / "nodropout1600_seed1.json"
+    source_file.rename(tmp_path / "aside.json")  # without its source's result, the run stops before any training
+    with pytest.raises(SystemExit, match=r"nodropout1600_seed1\.json does not exist: run --runs nodropout1600"):
+        asr_levers.main(argv)
+    assert trained == []
+    (tmp_path / "aside.json").rename(source_file)
     assert asr_levers.main(argv) == 0
     assert trained == [("minilm", "last", True), ("minilm_words", "last", False)]  # the first phase resumed
     done = json.loads((tmp_path / "runs" / "keep_last_seed1.json").read_text(encoding="utf-8"))
