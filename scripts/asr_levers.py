@@ -37,17 +37,21 @@ default is measured against it, seed by seed (:data:`REFERENCE`), and still agai
 times are compared only between runs trained on one machine (each result names its own, :func:`this_machine`); a
 run with a reference trained where no baseline ran is timed from the reference's time and the step costs of both
 measured on one machine (``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``, matched by the model
-settings they resolved to: :func:`estimated_extra_s`). A run of :data:`FIRST_PHASE_OF` trains nothing: it scores
+settings they resolved to: :func:`estimated_extra_s`). A run doing its reference's work in other amounts (the same
+model, other steps or dev evaluations: ``evals_to_steps``) is timed at its own measured rates, its work against the
+reference's (:func:`work_beyond_s`): one machine label runs at another speed on another day. A run of :data:`FIRST_PHASE_OF` trains nothing: it scores
 another run's first-phase model (``nodropout1600_first_phase``: is the head's second phase still worth having
 without dropout?). A run of :data:`RESUMES` differs from another only in which weights each phase keeps
 (``keep_last``: the last step's instead of the best dev evaluation's): it takes that run's finished first phase and
-trains only the second. The script pins the pipeline's numerics (``experiments.numerics``), so a run here and the
+trains only the second; ``evals_to_steps`` spends the first phase's dev evaluations, which choose nothing once
+``keep: last``, on steps. The script pins the pipeline's numerics (``experiments.numerics``), so a run here and the
 pipeline's model of the same settings are the same bytes.
 
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
 test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:
 ``punctuate``'s decoding path). Each run's result is a JSON file in ``--out/runs`` (a run whose file exists is
-not run again, and an interrupted training resumes from its checkpoint in ``--work``; a test split it lacks is
+not run again, and an interrupted training resumes from its checkpoint in ``--work``, ``--pause-after-s`` pauses
+one cleanly for a run longer than a session, its wall time counted; a test split it lacks is
 scored on its model); ``--out/levers.json``, ``--out/levers.md`` and its figure ``--out/levers.png`` hold them all,
 each beside the baseline of the same seed, and what is kept (:func:`verdicts`). ``--report-only`` writes them again
 from the finished runs. Needs the default pipeline's ``data/features``, ``data/feature_sets/word`` and
@@ -62,6 +66,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +78,7 @@ pin_numerics()  # the pipeline's kernels (before torch loads): the pipeline's mo
 
 from corpus.io import atomic_write_text  # noqa: E402
 from experiments.params import experiment_config, load_params, merged, tuning_config  # noqa: E402
-from training.config import parse_setting  # noqa: E402
+from training.config import Budget, parse_setting  # noqa: E402
 
 EXPERIMENT, TUNING = "minilm", "minilm_words"
 #: the default every lever was measured against (params.yaml's fine-tuning before ``steps1350`` was kept): each
@@ -125,6 +130,13 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                   "steps on 10,000 dev tokens): its first phase not trained again but kept the new way, the "
                   "head's second phase trained again from it, measured against `nodropout1600`",
                   {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1600}, "keep": "last"}),
+    # with `keep: last` the first phase's dev evaluations choose nothing: 16 of them (every 100 steps, 12 s each on
+    # 2 cores, 197 s of 3,310) only draw its learning curve. Four (every 420 steps, the last at the end) keep the
+    # curve's shape; the 148 s saved buy 76 steps at 1.93 s a step, rounded to 80
+    "evals_to_steps": ("`keep_last` with 4 dev evaluations in its first phase instead of 16 (every 420 steps) and "
+                       "the time they took spent on steps: 1,680 instead of 1,600, measured against `keep_last`",
+                       {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1680, "eval_every_steps": 420},
+                        "keep": "last"}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
@@ -133,7 +145,7 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 #: the run a lever is measured against where not the baseline (its F1, seed by seed): the default it would replace
 REFERENCE: dict[str, str] = {"nodropout1600": "steps1350", "nodropout1600_first_phase": "nodropout1600",
-                             "keep_last": "nodropout1600"}
+                             "keep_last": "nodropout1600", "evals_to_steps": "keep_last"}
 #: runs that decode the baseline's model of the same seed again instead of training (their levers change only the
 #: model directory's recorded decoding; model selection on dev stays the baseline's)
 DECODE_ONLY = ("combine_decode", "combine_decode_stride25")
@@ -308,6 +320,10 @@ def first_phase_of_source(phase: dict[str, Any], source: dict[str, Any], name: s
     return {**phase, "timings": source["phases"][EXPERIMENT]["timings"], "resumed_from": name}
 
 
+class RunPaused(Exception):
+    """A run's training paused by ``--pause-after-s``: checkpointed, resumed by the same command."""
+
+
 def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """Both phases of ``run`` with ``seed`` (resumable), then the tuned model scored on ``args.splits``.
 
@@ -340,13 +356,19 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
         source = finished_run(args.out, RESUMES[run], seed, run)
         resume_first_phase(params, run, seed, args)
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
+    budget = Budget(pause_at=getattr(args, "pause_at", None))
     trained = {}
     for phase, features, init_from in ((EXPERIMENT, args.features, None),
                                        (TUNING, args.tuning_features, work / EXPERIMENT / "model")):
         model, train = configs[phase]
         result = train_model(features, work / phase / "model", work / phase / "state", model_config=model,
-                             train_config=train, window=window, stride=stride, init_from=init_from)
+                             train_config=train, window=window, stride=stride, init_from=init_from,
+                             budget=budget)
         if not result.metrics["completed"]:
+            if budget.pause_at is not None:
+                raise RunPaused(f"{run}, seed {seed}: {phase} paused at step {result.metrics['steps']} "
+                                f"(--pause-after-s), checkpointed in {work / phase / 'state'}: the same command "
+                                "resumes it")
             raise RuntimeError(f"{run} seed {seed}: {phase} did not complete")
         trained[phase] = {"train": train, "metrics": result.metrics, "timings": result.timings}
     if source is not None:  # its first phase's time is the source's training, not the seconds it took to keep it
@@ -535,6 +557,47 @@ def estimated_extra_s(results: list[dict], run: str, reference: str, ratio: floa
     return reference_wall - base_wall + sum(changes) / len(changes)
 
 
+def evaluations(steps: int, every: int) -> int:
+    """How many dev evaluations a phase of ``steps`` steps ran: one every ``every`` steps and one at its end."""
+    return steps // every + (1 if steps % every else 0)
+
+
+def recosted_wall_s(phase: dict[str, Any], steps: int, evals: int) -> float:
+    """``phase`` (a run's phase: its train settings, metrics and timings) at ``steps`` steps and ``evals`` dev
+    evaluations instead of its own, at its own measured rates: a step at its training seconds a step, an evaluation
+    (and the checkpoint written with it) at its seconds an evaluation; the rest (set-up, the model directory) as
+    it was."""
+    timings, own_steps = phase["timings"], phase["metrics"]["steps"]
+    own_evals = evaluations(own_steps, phase["train"]["eval_every_steps"])
+    train, per_eval = timings["train_seconds"], timings["eval_seconds"] + timings.get("checkpoint_seconds", 0.0)
+    rest = timings["wall_seconds"] - train - per_eval
+    return train / own_steps * steps + per_eval / own_evals * evals + rest
+
+
+def work_beyond_s(results: list[dict], run: str, reference: str) -> float | None:
+    """What ``run`` took beyond the work of ``reference``, both at ``run``'s own measured rates: the mean over
+    ``run``'s seeds of its wall seconds less its phases again at the reference's steps and dev evaluations
+    (:func:`recosted_wall_s`). For a run with the reference's model settings, whose work differs only in how many
+    steps and evaluations it does: its step and evaluation cost that of the reference's, so a machine that runs
+    slower or faster on the day (one label, another speed) does not enter the difference. None where the model
+    settings differ or a phase lacks the timings."""
+    if study_model(results, run) != study_model(results, reference):
+        return None
+    references = {r["seed"]: r for r in results if r["run"] == reference}
+    beyond = []
+    for result in (r for r in results if r["run"] == run):
+        other = references.get(result["seed"]) or next(iter(references.values()), None)
+        try:
+            beyond.append(sum(phase["timings"]["wall_seconds"] - recosted_wall_s(
+                phase, other["phases"][name]["metrics"]["steps"],
+                evaluations(other["phases"][name]["metrics"]["steps"],
+                            other["phases"][name]["train"]["eval_every_steps"]))
+                for name, phase in result["phases"].items()))
+        except (KeyError, TypeError, ZeroDivisionError):  # a phase without timings or settings: not re-costed
+            return None
+    return sum(beyond) / len(beyond) if beyond else None
+
+
 def extra_training(results: list[dict], run: str, step_costs: list[dict] = ()
                    ) -> tuple[float | None, bool, tuple[float, str] | None, float | None]:
     """``(extra, uncompared, estimated, beside)``: ``run``'s training seconds over the baseline's (None: unknown),
@@ -542,7 +605,9 @@ def extra_training(results: list[dict], run: str, step_costs: list[dict] = ()
     an estimate came from, and the seconds it took beyond its :data:`REFERENCE` trained on the same machine.
 
     Wall times compare only on one machine: the run's against the baseline's seeds trained where it was; else its
-    reference's extra (this function's, again) plus what the run took beyond the reference on their machine; else,
+    reference's extra (this function's, again) plus what the run took beyond the reference on their machine (for a
+    run with the reference's model settings, its work beyond the reference's at its own measured rates,
+    :func:`work_beyond_s`: one machine label can run at another speed on another day); else,
     for a reference trained elsewhere, an estimate from the step costs (:func:`estimated_extra_s`)."""
     if run in FIRST_PHASE_OF:  # trains nothing: its time is the run's whose first phase it is
         return None, False, None, None
@@ -559,7 +624,9 @@ def extra_training(results: list[dict], run: str, step_costs: list[dict] = ()
     if reference_wall is not None:  # beside the reference: its extra, and this run's difference from it
         extra, uncompared, estimated, _ = extra_training(results, reference, step_costs)
         if extra is not None:
-            return extra + wall - reference_wall, uncompared, estimated, wall - reference_wall
+            beyond = work_beyond_s(results, run, reference)
+            beside = wall - reference_wall if beyond is None else beyond
+            return extra + beside, uncompared, estimated, beside
     measured = step_cost_ratio(step_costs, study_model(results, run), study_model(results, reference))
     if measured is not None:
         extra = estimated_extra_s(results, run, reference, measured[0])
@@ -610,9 +677,10 @@ def verdicts(results: list[dict], split: str = "dev", step_costs: list[dict] = (
             why = "**kept**"
         cost = f"; training {extra:+.0f} s" if extra is not None and abs(extra) >= 30 else ""
         if beside is not None:  # the reference's extra (measured or estimated) and the difference from it
+            how = (f"for its work beyond `{REFERENCE[run]}`'s at its own rates"
+                   if work_beyond_s(results, run, REFERENCE[run]) is not None else "measured beside it")
             cost = (f"; training {extra:+.0f} s: `{REFERENCE[run]}`'s {extra - beside:+.0f} s"
-                    f"{' (estimated)' if estimated is not None else ''} and {beside:+.0f} s measured beside it on "
-                    f"{machine}")
+                    f"{' (estimated)' if estimated is not None else ''} and {beside:+.0f} s {how} on {machine}")
         elif estimated is not None:
             cost = (f"; training {extra:+.0f} s, estimated: `{REFERENCE[run]}`'s, its fine-tuning at this run's "
                     f"steps and {estimated[0]:.2f}x its step cost, measured on {estimated[1]} (`{STEP_COSTS_FILE}`)")
@@ -683,10 +751,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="a train setting over both phases of every run (e.g. max_steps=100: the same budget)")
     parser.add_argument("--model-set", type=parse_setting, action="append", default=[], metavar="KEY=VALUE",
                         help="a model setting over both phases (e.g. pretrained=/path/to/checkpoint)")
+    parser.add_argument("--pause-after-s", type=float, metavar="SECONDS",
+                        help="pause the training going on this many seconds after the start (checkpointed, its "
+                             "wall time counted: the same command resumes it), for a run longer than the machine "
+                             "time at hand; nothing is reported while a run is paused")
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: the report of every run already in --out/runs")
     args = parser.parse_args(argv)
     params = load_params(args.params, profile=args.profile)
+    args.pause_at = None if args.pause_after_s is None else time.monotonic() + args.pause_after_s
     if args.report_only:
         done = {path.stem for path in (args.out / "runs").glob("*_seed*.json")}
         seeds = sorted({int(name.rsplit("_seed", 1)[1]) for name in done})
@@ -699,7 +772,11 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if not path.is_file():
                 print(f"== {run}, seed {seed}: {RUNS[run][0]}", flush=True)
-                result = train_and_score(params, run, seed, args)
+                try:
+                    result = train_and_score(params, run, seed, args)
+                except RunPaused as paused:
+                    print(f"paused: {paused}", flush=True)
+                    return 3
                 atomic_write_text(path, json.dumps(result, indent=1, default=str) + "\n")
             result = json.loads(path.read_text(encoding="utf-8"))
             missing = [split for split in args.splits if split not in result["scores"]]

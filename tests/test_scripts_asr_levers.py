@@ -389,6 +389,46 @@ def test_a_run_kept_another_way_is_timed_from_its_reference_beside_it(monkeypatc
     assert asr_levers.extra_training(elsewhere, "kept_other_way") == (None, True, None, None)
 
 
+def test_a_phase_evaluates_dev_every_so_many_steps_and_at_its_end():
+    assert asr_levers.evaluations(1600, 100) == 16 and asr_levers.evaluations(1680, 420) == 4
+    assert asr_levers.evaluations(1650, 400) == 5  # 400, 800, 1200, 1600 and the end
+
+
+def phased(run, seed, dev, phases, machine):
+    """A run whose phases each did ``(steps, eval_every_steps, train_s, eval_s, checkpoint_s, wall_s)``."""
+    done = {**result(run, seed, dev), "machine": machine}
+    for name, (steps, every, train, evals, checkpoints, wall) in phases.items():
+        done["phases"][name] = {"train": {"eval_every_steps": every}, "metrics": {"steps": steps},
+                                "timings": {"train_seconds": train, "eval_seconds": evals,
+                                            "checkpoint_seconds": checkpoints, "wall_seconds": wall}}
+    return done
+
+
+def test_a_run_doing_its_references_work_in_other_amounts_is_timed_at_its_own_rates(monkeypatch):
+    monkeypatch.setattr(asr_levers, "REFERENCE", {"longer": "baseline", "fewer_evals": "longer"})
+    other = "AMD EPYC, 2 cores, no AVX-512"
+    head = (400, 100, 300.0, 40.0, 2.0, 350.0)
+    reference = phased("longer", 3, 0.660, {"minilm": (1600, 100, 3000.0, 160.0, 16.0, 3200.0), "minilm_words": head},
+                       other)
+    # on a day that machine ran 1.25x slower: 80 more steps, 4 evaluations instead of 16, everything 1.25x the cost
+    slower = phased("fewer_evals", 3, 0.662, {"minilm": (1680, 420, 3936.0, 50.0, 5.0, 4021.0),
+                                              "minilm_words": (400, 100, 375.0, 50.0, 2.5, 437.5)}, other)
+    results = [timed("baseline", 1, 0.640, (700, 100)), timed("baseline", 2, 0.640, (700, 100)),
+               timed("longer", 1, 0.650, (900, 100)), timed("longer", 2, 0.660, (900, 100)), reference, slower]
+    # its first phase at the reference's 1,600 steps and 16 evaluations, at its own rates: 3936 / 1680 x 1600 +
+    # 55 / 4 x 16 + the 30 s of the rest; its second phase did the reference's work: nothing beyond it
+    beyond = 4021.0 - (3936.0 / 1680 * 1600 + 55.0 / 4 * 16 + 30.0)
+    assert asr_levers.work_beyond_s(results, "fewer_evals", "longer") == pytest.approx(beyond)
+    assert asr_levers.extra_training(results, "fewer_evals") == pytest.approx((200.0 + beyond, False, None, beyond))
+    said = {line.split("`")[1]: line for line in asr_levers.verdicts(results) if line.startswith("- `")}
+    assert said["fewer_evals"].endswith(f"training +222 s: `longer`'s +200 s and +22 s for its work beyond "
+                                        f"`longer`'s at its own rates on {other}): not kept yet: one seed")
+    # the wall times alone would have said +908.5 s; with other model settings only they are compared
+    other_model = {**slower, "levers": {"model": {"dropout": 0.0}}}
+    assert asr_levers.work_beyond_s([*results[:-1], other_model], "fewer_evals", "longer") is None
+    assert asr_levers.extra_training([*results[:-1], other_model], "fewer_evals")[3] == pytest.approx(908.5)
+
+
 def test_keep_last_resumes_its_source_s_finished_first_phase_and_trains_only_the_second(tmp_path, monkeypatch):
     params = load_params(REPO / "params.yaml")
     (tmp_path / "features").mkdir()
@@ -454,3 +494,39 @@ def test_a_resumed_run_s_first_phase_is_timed_as_its_source_s_training(tmp_path,
     assert done["phases"]["minilm"]["timings"] == {"wall_seconds": 3310}
     assert done["phases"]["minilm"]["resumed_from"] == "nodropout1600"
     assert asr_levers.training_wall_s(done) == 3310 + 360  # 27 s less than its source beside it
+
+
+def test_a_run_paused_by_its_time_reports_nothing_and_the_same_command_resumes_it(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    calls = []
+
+    def train_model(features, out_dir, state_dir, *, budget, **_):
+        phase = Path(state_dir).parent.name
+        calls.append((phase, budget.pause_at is not None))
+        done = budget.pause_at is None or len(calls) > 1  # the first call pauses, as a budget that ran out would
+        return SimpleNamespace(metrics={"completed": done, "steps": 840 if not done else 10},
+                               timings={"wall_seconds": 1.0})
+
+    monkeypatch.setattr("training.train_model", train_model)
+    monkeypatch.setattr(asr_levers, "score", lambda *_: {"dev": scores(0.667)})
+    argv = ["--params", str(REPO / "params.yaml"), "--out", str(tmp_path), "--work", str(tmp_path / "work"),
+            "--runs", "evals_to_steps"]
+    assert asr_levers.main([*argv, "--pause-after-s", "3000"]) == 3
+    assert calls == [("minilm", True)]
+    assert not (tmp_path / "runs" / "evals_to_steps_seed1.json").exists() and not (tmp_path / "levers.md").exists()
+    assert asr_levers.main(argv) == 0  # resumed: every phase to its end, then the result and the report
+    assert calls[1:] == [("minilm", False), ("minilm_words", False)]
+    assert (tmp_path / "runs" / "evals_to_steps_seed1.json").is_file() and (tmp_path / "levers.md").is_file()
+
+
+def test_evals_to_steps_is_keep_last_with_its_first_phase_evaluations_spent_on_steps():
+    params = load_params(REPO / "params.yaml")
+    ours, theirs = (asr_levers.run_configs(params, run, {"seed": 1}, {}) for run in ("evals_to_steps", "keep_last"))
+    assert ours["minilm_words"] == theirs["minilm_words"] and ours["minilm"][0] == theirs["minilm"][0]
+    changed = {key: (theirs["minilm"][1][key], value) for key, value in ours["minilm"][1].items()
+               if value != theirs["minilm"][1][key]}
+    assert changed == {"max_steps": (1600, 1680), "eval_every_steps": (100, 420)}
+    # 16 evaluations become 4, the last at the end
+    assert asr_levers.evaluations(1600, 100) - asr_levers.evaluations(1680, 420) == 12
+    assert asr_levers.REFERENCE["evals_to_steps"] == "keep_last"

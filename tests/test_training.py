@@ -10,6 +10,7 @@ import torch
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
 from training import Budget, epoch_plan, train_model, training_fingerprint, transformer_schedule
 from training.batches import linear_schedule, lr_schedule
+from training.loop import CHECKPOINT_FILE
 from training.config import ConfigError, TrainConfig
 
 TRAIN = {**TINY_TRAIN, "epochs": 2, "eval_every_steps": 8}
@@ -41,6 +42,22 @@ def test_interrupted_training_resumes_to_the_same_model(features, tmp_path):
     assert all(torch.equal(a[name], b[name]) for name in a)
     history_a = (tmp_path / "a" / "history.csv").read_text()
     assert history_a == (tmp_path / "b" / "history.csv").read_text()
+
+
+def test_a_paused_run_counts_every_call_s_wall_time(features, tmp_path):
+    first = train_model(features, tmp_path / "m", tmp_path / "state", model_config=TINY_MODEL, train_config=TRAIN,
+                        window=30, stride=15, budget=Budget(steps=9))
+    assert first.metrics == {"completed": False, "steps": 9}
+    paused = torch.load(tmp_path / "state" / CHECKPOINT_FILE, weights_only=False)["state"]
+    assert paused["wall_seconds"] >= paused["train_seconds"] + paused["eval_seconds"] > 0  # in the checkpoint
+    resumed = train_model(features, tmp_path / "m", tmp_path / "state", model_config=TINY_MODEL, train_config=TRAIN,
+                          window=30, stride=15)
+    timings = resumed.timings
+    assert resumed.metrics["completed"] and resumed.metrics["steps"] > 9
+    # the paused call's wall is in the checkpoint it resumed from: every call's steps, evaluations and checkpoints
+    # lie inside the wall time of both (rounded to a tenth of a second each)
+    inside = timings["train_seconds"] + timings["eval_seconds"] + timings["checkpoint_seconds"]
+    assert timings["wall_seconds"] >= inside - 0.3 and timings["wall_seconds"] > paused["wall_seconds"]
 
 
 def test_a_checkpoint_from_another_configuration_is_not_reused(features, tmp_path):

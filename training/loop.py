@@ -418,9 +418,9 @@ class _Run:
                     self._evaluate_dev(epoch)
                 steps_this_call += 1
                 if self._pause_due(steps_this_call) and state["batch"] < len(plan):
+                    self._count_wall()  # before the save: the next call resumes this call's wall time from it
                     self._save_checkpoint()
                     progress.close()
-                    self._count_wall()
                     return TrainResult(model_dir=self.out_dir, metrics={"completed": False, "steps": state["step"]},
                                        is_main=processes.main)
             state["epoch"], state["batch"] = (epoch + 1, 0) if state["step"] < self.total_steps else (epochs, 0)
