@@ -5,6 +5,7 @@ trains it (experiment ``minilm``, then its tuning ``minilm_words``), with the sa
                                  [--features data/features] [--tuning-features data/feature_sets/word]
                                  [--prepared data/prepared] [--work runs/asr_levers] [--out reports/asr_levers]
                                  [--splits dev] [--train-set KEY=VALUE ...] [--model-set KEY=VALUE ...]
+                                 [--pause-after-s SECONDS]
 
 Each run is a set of ``train`` settings (:data:`RUNS`) put over both phases -- the fine-tuning of ``minilm`` and the
 400-step head tuning of ``minilm_words`` that starts from it -- as setting them in ``experiment_defs.minilm.train``
@@ -33,30 +34,30 @@ figures the targets are stated in) choose nothing.
 A run may set model settings too, over both phases' models (``{"model": {...}}``): ``nodropout`` turns dropout off
 (the encoder's hidden and attention dropout, the head's), which makes a step cheaper, and ``nodropout1600`` spends
 what that saves on steps within ``steps1350``'s minutes (kept, and the default since). A run made to replace the
-default is measured against it, seed by seed (:data:`REFERENCE`), and still against the baseline's time. Wall
-times are compared only between runs trained on one machine (each result names its own, :func:`this_machine`); a
-run with a reference trained where no baseline ran is timed from the reference's time and the step costs of both
-measured on one machine (``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``, matched by the model
-settings they resolved to: :func:`estimated_extra_s`). A run doing its reference's work in other amounts (the same
-model, other steps or dev evaluations: ``evals_to_steps``) is timed at its own measured rates, its work against the
-reference's (:func:`work_beyond_s`): one machine label runs at another speed on another day. A run of :data:`FIRST_PHASE_OF` trains nothing: it scores
-another run's first-phase model (``nodropout1600_first_phase``: is the head's second phase still worth having
-without dropout?). A run of :data:`RESUMES` differs from another only in which weights each phase keeps
-(``keep_last``: the last step's instead of the best dev evaluation's): it takes that run's finished first phase and
-trains only the second; ``evals_to_steps`` spends the first phase's dev evaluations, which choose nothing once
-``keep: last``, on steps. The script pins the pipeline's numerics (``experiments.numerics``), so a run here and the
-pipeline's model of the same settings are the same bytes.
+default is measured against it, seed by seed (:data:`REFERENCE`), and still against the baseline's time. Wall times
+are compared only between runs trained on one machine (each result names its own, :func:`this_machine`); a run with
+a reference trained where no baseline ran is timed from the reference's time and the step costs of both measured on
+one machine (``--out/step_costs.jsonl``, lines of ``benchmarks.train_speed``, matched by the model settings they
+resolved to: :func:`estimated_extra_s`). A run doing its reference's work in other amounts (the same model, other
+steps or dev evaluations: ``evals_to_steps``) is timed at its own measured rates, its work against the reference's
+(:func:`work_beyond_s`): one machine label runs at another speed on another day. A run of :data:`FIRST_PHASE_OF`
+trains nothing: it scores another run's first-phase model (``nodropout1600_first_phase``: is the head's second phase
+still worth having without dropout?). A run of :data:`RESUMES` differs from another only in which weights each phase
+keeps (``keep_last``: the last step's instead of the best dev evaluation's): it takes that run's finished first
+phase and trains only the second; ``evals_to_steps`` spends the first phase's dev evaluations, which choose nothing
+once ``keep: last``, on steps. The script pins the pipeline's numerics (``experiments.numerics``), so a run here and
+the pipeline's model of the same settings are the same bytes.
 
 Every trained model is scored on ``--splits`` (dev2012; add ``ref asr`` only for the setting chosen on dev: the ASR
 test set is not a development set) by the evaluate stage's own function (``evaluation.benchmark.evaluate_model``:
-``punctuate``'s decoding path). Each run's result is a JSON file in ``--out/runs`` (a run whose file exists is
-not run again, and an interrupted training resumes from its checkpoint in ``--work``, ``--pause-after-s`` pauses
-one cleanly for a run longer than a session, its wall time counted; a test split it lacks is
-scored on its model); ``--out/levers.json``, ``--out/levers.md`` and its figure ``--out/levers.png`` hold them all,
-each beside the baseline of the same seed, and what is kept (:func:`verdicts`). ``--report-only`` writes them again
-from the finished runs. Needs the default pipeline's ``data/features``, ``data/feature_sets/word`` and
-``data/prepared`` (``dvc repro embed_set@word``). On 2 CPU cores a run takes about as long as ``minilm`` and
-``minilm_words`` in ``dvc repro`` (~16 min) plus its scoring.
+``punctuate``'s decoding path). Each run's result is a JSON file in ``--out/runs`` (a run whose file exists is not
+run again, and an interrupted training resumes from its checkpoint in ``--work``; ``--pause-after-s`` pauses one
+cleanly for a run longer than a session, its wall time counted; a test split it lacks is scored on its model);
+``--out/levers.json``, ``--out/levers.md`` and its figure ``--out/levers.png`` hold them all, each beside the
+baseline of the same seed, and what is kept (:func:`verdicts`). ``--report-only`` writes them again from the
+finished runs. Needs the default pipeline's ``data/features``, ``data/feature_sets/word`` and ``data/prepared``
+(``dvc repro embed_set@word``). On 2 CPU cores a run takes about as long as ``minilm`` and ``minilm_words`` in
+``dvc repro`` (~16 min at 1,000 steps, ~1 h at 1,600) plus its scoring.
 """
 
 from __future__ import annotations
