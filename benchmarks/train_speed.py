@@ -29,7 +29,6 @@ experiment's schedule in <= 10 min) are read off these lines.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import shutil
 import sys
@@ -50,6 +49,7 @@ from models import build_model
 from training import choose_device, train_model
 from training.batches import schedule_steps
 from training.config import TrainConfig, parse_setting
+from training.model_output import HISTORY_FILE, dev_evaluations
 
 #: dense bf16 peak TFLOP/s by device name (substring, first match)
 PEAK_TFLOPS = (("H100 PCIe", 756.0), ("H100", 989.4), ("H200", 989.4), ("GH200", 989.4), ("A100", 312.0),
@@ -145,11 +145,6 @@ def peak_tflops(device: torch.device, given: float | None) -> float | None:
     return next((peak for key, peak in PEAK_TFLOPS if key in name), None)
 
 
-def dev_evaluations(history_csv: Path) -> int:
-    with open(history_csv, newline="", encoding="utf-8") as handle:
-        return sum(1 for row in csv.DictReader(handle) if row["dev_f1"] != "")
-
-
 def measure(name: str, model_config: dict, train_settings: dict, features: Path, work: Path, *, window: int,
             stride: int, steps: int | None, peak: float | None, profile: str) -> dict[str, Any]:
     """Train one experiment (``steps`` steps, or its whole schedule) and return its figures."""
@@ -175,7 +170,7 @@ def measure(name: str, model_config: dict, train_settings: dict, features: Path,
     steps_per_s = steps_done / train_s if train_s else 0.0
     tokens_per_s = metrics["train_tokens_seen"] / train_s if train_s else 0.0
     achieved = per_token * tokens_per_s / 1e12
-    evals = dev_evaluations(work / "model" / "history.csv")
+    evals = dev_evaluations(work / "model" / HISTORY_FILE)
     # the full schedule at these rates: its steps, one dev evaluation every eval_every_steps and at each epoch's end
     full_evals = schedule // config.eval_every_steps + config.epochs
     projected = (schedule / steps_per_s if steps_per_s else None)

@@ -131,11 +131,13 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                   "steps on 10,000 dev tokens): its first phase not trained again but kept the new way, the "
                   "head's second phase trained again from it, measured against `nodropout1600`",
                   {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1600}, "keep": "last"}),
-    # with `keep: last` the first phase's dev evaluations choose nothing: 16 of them (every 100 steps, 12 s each on
-    # 2 cores, 197 s of 3,310) only draw its learning curve. Four (every 420 steps, the last at the end) keep the
-    # curve's shape; the 148 s saved buy 76 steps at 1.93 s a step, rounded to 80
-    "evals_to_steps": ("`keep_last` with 4 dev evaluations in its first phase instead of 16 (every 420 steps) and "
-                       "the time they took spent on steps: 1,680 instead of 1,600, measured against `keep_last`",
+    # with `keep: last` the first phase's dev evaluations choose nothing: 17 of them (every 100 steps and at the
+    # epoch's end, step 1,313; 12 s each on 2 cores, 197 s of 3,310) only draw its learning curve. Every 420 steps
+    # (5 with the epoch's end and the run's) keep the curve's shape; at 16 saved the 148 s would buy 76 steps at
+    # 1.93 s a step, rounded to 80 (12 are saved: the epoch's end was overlooked when the run was set)
+    "evals_to_steps": ("`keep_last` with 5 dev evaluations in its first phase instead of 17 (every 420 steps, the "
+                       "epoch's end, the run's end) and the time they took spent on steps: 1,680 instead of 1,600, "
+                       "measured against `keep_last`",
                        {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1680, "eval_every_steps": 420},
                         "keep": "last"}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
@@ -332,6 +334,7 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
     settings the pipeline trained ``--pipeline-model`` with (both phases, checked) is that model for the params' own
     seed: training it again here would give the same bytes on the CPU."""
     from training import train_model
+    from training.model_output import HISTORY_FILE, dev_evaluations
 
     work = args.work / f"{run}_seed{seed}"
     if run in DECODE_ONLY:
@@ -371,7 +374,10 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
                                 f"(--pause-after-s), checkpointed in {work / phase / 'state'}: the same command "
                                 "resumes it")
             raise RuntimeError(f"{run} seed {seed}: {phase} did not complete")
-        trained[phase] = {"train": train, "metrics": result.metrics, "timings": result.timings}
+        # the evaluations its time holds, as the trainer made them (every eval_every_steps, each epoch's end, the end)
+        evaluations = dev_evaluations(work / phase / "model" / HISTORY_FILE)
+        trained[phase] = {"train": train, "metrics": result.metrics,
+                          "timings": {**result.timings, "dev_evaluations": evaluations}}
     if source is not None:  # its first phase's time is the source's training, not the seconds it took to keep it
         trained[EXPERIMENT] = first_phase_of_source(trained[EXPERIMENT], source, RESUMES[run])
     model_dir = work / TUNING / "model"
@@ -558,21 +564,15 @@ def estimated_extra_s(results: list[dict], run: str, reference: str, ratio: floa
     return reference_wall - base_wall + sum(changes) / len(changes)
 
 
-def evaluations(steps: int, every: int) -> int:
-    """How many dev evaluations a phase of ``steps`` steps ran: one every ``every`` steps and one at its end."""
-    return steps // every + (1 if steps % every else 0)
-
-
 def recosted_wall_s(phase: dict[str, Any], steps: int, evals: int) -> float:
-    """``phase`` (a run's phase: its train settings, metrics and timings) at ``steps`` steps and ``evals`` dev
-    evaluations instead of its own, at its own measured rates: a step at its training seconds a step, an evaluation
-    (and the checkpoint written with it) at its seconds an evaluation; the rest (set-up, the model directory) as
-    it was."""
+    """``phase`` (a run's phase: its metrics and timings, with the dev evaluations they hold) at ``steps`` steps and
+    ``evals`` dev evaluations instead of its own, at its own measured rates: a step at its training seconds a step,
+    an evaluation (and the checkpoint written with it) at its seconds an evaluation; the rest (set-up, the model
+    directory) as it was."""
     timings, own_steps = phase["timings"], phase["metrics"]["steps"]
-    own_evals = evaluations(own_steps, phase["train"]["eval_every_steps"])
     train, per_eval = timings["train_seconds"], timings["eval_seconds"] + timings.get("checkpoint_seconds", 0.0)
     rest = timings["wall_seconds"] - train - per_eval
-    return train / own_steps * steps + per_eval / own_evals * evals + rest
+    return train / own_steps * steps + per_eval / timings["dev_evaluations"] * evals + rest
 
 
 def work_beyond_s(results: list[dict], run: str, reference: str) -> float | None:
@@ -590,11 +590,9 @@ def work_beyond_s(results: list[dict], run: str, reference: str) -> float | None
         other = references.get(result["seed"]) or next(iter(references.values()), None)
         try:
             beyond.append(sum(phase["timings"]["wall_seconds"] - recosted_wall_s(
-                phase, other["phases"][name]["metrics"]["steps"],
-                evaluations(other["phases"][name]["metrics"]["steps"],
-                            other["phases"][name]["train"]["eval_every_steps"]))
+                phase, other["phases"][name]["metrics"]["steps"], other["phases"][name]["timings"]["dev_evaluations"])
                 for name, phase in result["phases"].items()))
-        except (KeyError, TypeError, ZeroDivisionError):  # a phase without timings or settings: not re-costed
+        except (KeyError, TypeError, ZeroDivisionError):  # a phase without timings or their evaluations: not re-costed
             return None
     return sum(beyond) / len(beyond) if beyond else None
 

@@ -389,30 +389,38 @@ def test_a_run_kept_another_way_is_timed_from_its_reference_beside_it(monkeypatc
     assert asr_levers.extra_training(elsewhere, "kept_other_way") == (None, True, None, None)
 
 
-def test_a_phase_evaluates_dev_every_so_many_steps_and_at_its_end():
-    assert asr_levers.evaluations(1600, 100) == 16 and asr_levers.evaluations(1680, 420) == 4
-    assert asr_levers.evaluations(1650, 400) == 5  # 400, 800, 1200, 1600 and the end
+def write_history(model_dir, evaluated_steps, steps):
+    """The ``history.csv`` a trainer leaves in ``model_dir``: a row every step of ``steps``, a dev evaluation at each
+    of ``evaluated_steps``."""
+    from training.model_output import HISTORY_COLUMNS, HISTORY_FILE
+
+    Path(model_dir).mkdir(parents=True, exist_ok=True)
+    rows = [",".join(map(str, (step, 0, 0.1, *((0.2, 0.6) if step in evaluated_steps else ("", "")), 1e-4)))
+            for step in range(1, steps + 1)]
+    (Path(model_dir) / HISTORY_FILE).write_text("\n".join([",".join(HISTORY_COLUMNS), *rows]) + "\n",
+                                                encoding="utf-8")
 
 
 def phased(run, seed, dev, phases, machine):
-    """A run whose phases each did ``(steps, eval_every_steps, train_s, eval_s, checkpoint_s, wall_s)``."""
+    """A run whose phases each did ``(steps, dev_evaluations, train_s, eval_s, checkpoint_s, wall_s)``."""
     done = {**result(run, seed, dev), "machine": machine}
-    for name, (steps, every, train, evals, checkpoints, wall) in phases.items():
-        done["phases"][name] = {"train": {"eval_every_steps": every}, "metrics": {"steps": steps},
+    for name, (steps, evaluations, train, evals, checkpoints, wall) in phases.items():
+        done["phases"][name] = {"metrics": {"steps": steps},
                                 "timings": {"train_seconds": train, "eval_seconds": evals,
-                                            "checkpoint_seconds": checkpoints, "wall_seconds": wall}}
+                                            "dev_evaluations": evaluations, "checkpoint_seconds": checkpoints,
+                                            "wall_seconds": wall}}
     return done
 
 
 def test_a_run_doing_its_references_work_in_other_amounts_is_timed_at_its_own_rates(monkeypatch):
     monkeypatch.setattr(asr_levers, "REFERENCE", {"longer": "baseline", "fewer_evals": "longer"})
     other = "AMD EPYC, 2 cores, no AVX-512"
-    head = (400, 100, 300.0, 40.0, 2.0, 350.0)
-    reference = phased("longer", 3, 0.660, {"minilm": (1600, 100, 3000.0, 160.0, 16.0, 3200.0), "minilm_words": head},
+    head = (400, 4, 300.0, 40.0, 2.0, 350.0)
+    reference = phased("longer", 3, 0.660, {"minilm": (1600, 16, 3000.0, 160.0, 16.0, 3200.0), "minilm_words": head},
                        other)
     # on a day that machine ran 1.25x slower: 80 more steps, 4 evaluations instead of 16, everything 1.25x the cost
-    slower = phased("fewer_evals", 3, 0.662, {"minilm": (1680, 420, 3936.0, 50.0, 5.0, 4021.0),
-                                              "minilm_words": (400, 100, 375.0, 50.0, 2.5, 437.5)}, other)
+    slower = phased("fewer_evals", 3, 0.662, {"minilm": (1680, 4, 3936.0, 50.0, 5.0, 4021.0),
+                                              "minilm_words": (400, 4, 375.0, 50.0, 2.5, 437.5)}, other)
     results = [timed("baseline", 1, 0.640, (700, 100)), timed("baseline", 2, 0.640, (700, 100)),
                timed("longer", 1, 0.650, (900, 100)), timed("longer", 2, 0.660, (900, 100)), reference, slower]
     # its first phase at the reference's 1,600 steps and 16 evaluations, at its own rates: 3936 / 1680 x 1600 +
@@ -474,6 +482,7 @@ def test_a_resumed_run_s_first_phase_is_timed_as_its_source_s_training(tmp_path,
         phase = Path(state_dir).parent.name
         trained.append((phase, train_config["keep"], (Path(state_dir) / "checkpoint.pt").exists()))
         wall = 6.0 if phase == "minilm" else 360.0  # keeping the finished phase: seconds
+        write_history(out_dir, {5, 10}, 10)
         return SimpleNamespace(metrics={"completed": True, "steps": 10}, timings={"wall_seconds": wall})
 
     monkeypatch.setattr("training.train_model", train_model)
@@ -492,6 +501,7 @@ def test_a_resumed_run_s_first_phase_is_timed_as_its_source_s_training(tmp_path,
     assert trained == [("minilm", "last", True), ("minilm_words", "last", False)]  # the first phase resumed
     done = json.loads((tmp_path / "runs" / "keep_last_seed1.json").read_text(encoding="utf-8"))
     assert done["phases"]["minilm"]["timings"] == {"wall_seconds": 3310}
+    assert done["phases"]["minilm_words"]["timings"] == {"wall_seconds": 360.0, "dev_evaluations": 2}
     assert done["phases"]["minilm"]["resumed_from"] == "nodropout1600"
     assert asr_levers.training_wall_s(done) == 3310 + 360  # 27 s less than its source beside it
 
@@ -505,6 +515,8 @@ def test_a_run_paused_by_its_time_reports_nothing_and_the_same_command_resumes_i
         phase = Path(state_dir).parent.name
         calls.append((phase, budget.pause_at is not None))
         done = budget.pause_at is None or len(calls) > 1  # the first call pauses, as a budget that ran out would
+        if done:  # the model directory, with the evaluations made (at steps 4, 7 and the end)
+            write_history(out_dir, {4, 7, 10}, 10)
         return SimpleNamespace(metrics={"completed": done, "steps": 840 if not done else 10},
                                timings={"wall_seconds": 1.0})
 
@@ -518,6 +530,8 @@ def test_a_run_paused_by_its_time_reports_nothing_and_the_same_command_resumes_i
     assert asr_levers.main(argv) == 0  # resumed: every phase to its end, then the result and the report
     assert calls[1:] == [("minilm", False), ("minilm_words", False)]
     assert (tmp_path / "runs" / "evals_to_steps_seed1.json").is_file() and (tmp_path / "levers.md").is_file()
+    done = json.loads((tmp_path / "runs" / "evals_to_steps_seed1.json").read_text(encoding="utf-8"))
+    assert [phase["timings"]["dev_evaluations"] for phase in done["phases"].values()] == [3, 3]  # as recorded
 
 
 def test_evals_to_steps_is_keep_last_with_its_first_phase_evaluations_spent_on_steps():
@@ -527,6 +541,4 @@ def test_evals_to_steps_is_keep_last_with_its_first_phase_evaluations_spent_on_s
     changed = {key: (theirs["minilm"][1][key], value) for key, value in ours["minilm"][1].items()
                if value != theirs["minilm"][1][key]}
     assert changed == {"max_steps": (1600, 1680), "eval_every_steps": (100, 420)}
-    # 16 evaluations become 4, the last at the end
-    assert asr_levers.evaluations(1600, 100) - asr_levers.evaluations(1680, 420) == 12
     assert asr_levers.REFERENCE["evals_to_steps"] == "keep_last"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -10,8 +11,9 @@ import torch
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
 from training import Budget, epoch_plan, train_model, training_fingerprint, transformer_schedule
 from training.batches import linear_schedule, lr_schedule
-from training.loop import CHECKPOINT_FILE
 from training.config import ConfigError, TrainConfig
+from training.loop import CHECKPOINT_FILE
+from training.model_output import HISTORY_FILE, dev_evaluations
 
 TRAIN = {**TINY_TRAIN, "epochs": 2, "eval_every_steps": 8}
 
@@ -58,6 +60,18 @@ def test_a_paused_run_counts_every_call_s_wall_time(features, tmp_path):
     # lie inside the wall time of both (rounded to a tenth of a second each)
     inside = timings["train_seconds"] + timings["eval_seconds"] + timings["checkpoint_seconds"]
     assert timings["wall_seconds"] >= inside - 0.3 and timings["wall_seconds"] > paused["wall_seconds"]
+
+
+def test_a_runs_dev_evaluations_are_counted_from_its_history_epoch_ends_included(features, tmp_path):
+    result = train_model(features, tmp_path / "m", tmp_path / "state", model_config=TINY_MODEL, train_config=TRAIN,
+                         window=30, stride=15)
+    with open(tmp_path / "m" / HISTORY_FILE, newline="", encoding="utf-8") as handle:
+        evaluated = [int(row["step"]) for row in csv.DictReader(handle) if row["dev_f1"] != ""]
+    steps = result.metrics["steps"]
+    on_schedule = list(range(TRAIN["eval_every_steps"], steps + 1, TRAIN["eval_every_steps"]))
+    epoch_ends = sorted(set(evaluated) - set(on_schedule))  # the first epoch's end, off the schedule, and the run's
+    assert set(on_schedule) < set(evaluated) and epoch_ends and epoch_ends[-1] == steps
+    assert dev_evaluations(tmp_path / "m" / HISTORY_FILE) == len(evaluated) == len(on_schedule) + len(epoch_ends)
 
 
 def test_a_checkpoint_from_another_configuration_is_not_reused(features, tmp_path):

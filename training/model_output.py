@@ -33,6 +33,15 @@ from training.checkpoints import atomic_torch_save, load_checkpoint
 log = logging.getLogger(__name__)
 
 HISTORY_COLUMNS = ("step", "epoch", "train_loss", "dev_loss", "dev_f1", "lr")
+#: the learning curve in a model directory
+HISTORY_FILE = "history.csv"
+
+
+def dev_evaluations(history_csv: Path) -> int:
+    """How many dev evaluations a run made, as its ``history.csv`` records them (every ``eval_every_steps``, at each
+    epoch's end and at the run's end: the rows with a ``dev_f1``)."""
+    with open(history_csv, newline="", encoding="utf-8") as handle:
+        return sum(1 for row in csv.DictReader(handle) if row["dev_f1"] != "")
 
 
 def best_weights(best_path: Path, state: dict[str, Any]) -> tuple[Path | None, dict[str, Any]]:
@@ -82,11 +91,11 @@ def write_model_dir(out_dir: Path, *, model: nn.Module, weights: Path | None, em
     if embedder_dir.exists():
         shutil.rmtree(embedder_dir)
     shutil.copytree(embedder, embedder_dir)
-    with open(out_dir / "history.csv", "w", newline="", encoding="utf-8") as handle:
+    with open(out_dir / HISTORY_FILE, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=HISTORY_COLUMNS)
         writer.writeheader()
         writer.writerows(history)
-    plot_learning_curves(out_dir / "history.csv", out_dir / "learning_curves.png")
+    plot_learning_curves(out_dir / HISTORY_FILE, out_dir / "learning_curves.png")
     model.save_files(out_dir)  # what the model needs besides its weights (a pretrained encoder's tokenizer)
     (out_dir / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return out_dir
