@@ -82,9 +82,10 @@ from experiments.params import experiment_config, load_params, merged, tuning_co
 from training.config import Budget, parse_setting  # noqa: E402
 
 EXPERIMENT, TUNING = "minilm", "minilm_words"
-#: the default every lever was measured against (params.yaml's fine-tuning before ``steps1350`` was kept): each
-#: run is params.yaml with these settings, then its own, so a finished run means what it meant when it ran
-STUDY_BASELINE: dict[str, dict[str, Any]] = {EXPERIMENT: {"max_steps": 1000}}
+#: the default every lever was measured against (params.yaml's fine-tuning before ``steps1350`` was kept; dev
+#: evaluated every 100 steps until ``evals_to_steps`` was kept): each run is params.yaml with these settings, then
+#: its own, so a finished run means what it meant when it ran
+STUDY_BASELINE: dict[str, dict[str, Any]] = {EXPERIMENT: {"max_steps": 1000, "eval_every_steps": 100}}
 #: the model settings of that default, under each run's own (dropout was on until ``nodropout1600`` was kept)
 STUDY_MODEL: dict[str, Any] = {"dropout": 0.1}
 #: the train settings of that default over both phases, under each run's own (each phase kept its best dev

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from experiments.params import load_params
+from training.config import TrainConfig
 from tests.helpers import REPO, load_script
 
 asr_levers = load_script("asr_levers")
@@ -223,6 +225,28 @@ def test_the_pipelines_model_stands_for_the_run_whose_settings_trained_both_its_
     assert asr_levers.pipeline_phases(tuned, nodropout) is None
     (started / "config.json").unlink()
     assert asr_levers.pipeline_phases(tuned, configs) is None  # the model it started from is gone: unknown
+
+
+def test_every_recorded_run_still_resolves_to_the_settings_it_trained_with():
+    """A default kept from a lever moves params.yaml; each finished run in reports/asr_levers/runs must still mean
+    what it meant, or a resumed or re-scored run would train other settings under its old name (as keep_last's
+    dev evaluations would have, every 420 steps, once evals_to_steps became the default)."""
+    params = load_params(REPO / "params.yaml")
+    # a setting added to the trainer after a run was recorded: the run trained with what is now its default
+    defaults = {field.name: field.default for field in dataclasses.fields(TrainConfig)
+                if field.default is not dataclasses.MISSING}
+    recorded = sorted((REPO / "reports" / "asr_levers" / "runs").glob("*.json"))
+    assert len(recorded) >= 20
+    for path in recorded:
+        result = json.loads(path.read_text(encoding="utf-8"))
+        run = result["run"]  # a run that trains nothing records the phases of the run whose model it scores
+        trained_by = "baseline" if run in asr_levers.DECODE_ONLY else asr_levers.FIRST_PHASE_OF.get(run, run)
+        configs = asr_levers.run_configs(params, trained_by, {"seed": result["seed"]}, {})
+        for phase, trained in result["phases"].items():
+            resolved = configs[phase][1]
+            assert {key: resolved[key] for key in trained["train"]} == trained["train"], (path.name, phase)
+            assert all(resolved[key] == defaults[key] for key in set(resolved) - set(trained["train"])), \
+                (path.name, phase)
 
 
 def test_a_runs_model_settings_go_over_both_phases_models_and_its_train_settings_stay():
