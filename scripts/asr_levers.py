@@ -571,9 +571,9 @@ def recosted_wall_s(phase: dict[str, Any], steps: int, evals: int) -> float:
     an evaluation (and the checkpoint written with it) at its seconds an evaluation; the rest (set-up, the model
     directory) as it was."""
     timings, own_steps = phase["timings"], phase["metrics"]["steps"]
-    train, per_eval = timings["train_seconds"], timings["eval_seconds"] + timings.get("checkpoint_seconds", 0.0)
-    rest = timings["wall_seconds"] - train - per_eval
-    return train / own_steps * steps + per_eval / timings["dev_evaluations"] * evals + rest
+    train, evaluating = timings["train_seconds"], timings["eval_seconds"] + timings.get("checkpoint_seconds", 0.0)
+    rest = timings["wall_seconds"] - train - evaluating
+    return train / own_steps * steps + evaluating / timings["dev_evaluations"] * evals + rest
 
 
 def work_beyond_s(results: list[dict], run: str, reference: str) -> float | None:
