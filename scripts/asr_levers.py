@@ -142,6 +142,15 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                        {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1680, "eval_every_steps": 420},
                         "keep": "last"}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
+    # a cheaper step bought with the frozen embeddings and first layer (no backward through them, and Adam no longer
+    # updates the 11.7M-row word-embedding matrix): 0.59 s against 0.90 s a step on a Zen 4 (two benchmarks each,
+    # step_costs.jsonl), spent on steps: 2,160 (1,680 / 0.78, the least saving measured) in `evals_to_steps`' minutes,
+    # its 5 evaluations every 540 steps; the tuning's encoder stays frozen whole (a model setting keyed by a phase)
+    "freeze_first_layer": ("`evals_to_steps` with the word embeddings and the first of the 4 layers frozen in the "
+                           "fine-tuning (a step about 0.66x the cost) and the minutes saved spent on steps: 2,160 "
+                           "instead of 1,680, measured against `evals_to_steps`",
+                           {"model": {"dropout": 0.0, EXPERIMENT: {"freeze_layers": 1}},
+                            EXPERIMENT: {"max_steps": 2160, "eval_every_steps": 540}, "keep": "last"}),
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
     "steps3x": ("the fine-tuning's whole schedule, two epochs (2,626 steps: its end comes before max_steps 3,000), "
@@ -149,7 +158,8 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 #: the run a lever is measured against where not the baseline (its F1, seed by seed): the default it would replace
 REFERENCE: dict[str, str] = {"nodropout1600": "steps1350", "nodropout1600_first_phase": "nodropout1600",
-                             "keep_last": "nodropout1600", "evals_to_steps": "keep_last"}
+                             "keep_last": "nodropout1600", "evals_to_steps": "keep_last",
+                             "freeze_first_layer": "evals_to_steps"}
 #: runs that decode the baseline's model of the same seed again instead of training (their levers change only the
 #: model directory's recorded decoding; model selection on dev stays the baseline's)
 DECODE_ONLY = ("combine_decode", "combine_decode_stride25")
@@ -176,17 +186,24 @@ def run_configs(params: dict, run: str, train_sets: dict, model_sets: dict) -> d
     _, tuned_model, tuned_train = tuning_config(params, TUNING)
     configs = {}
     for phase, (phase_model, phase_train) in ((EXPERIMENT, (model, train)), (TUNING, (tuned_model, tuned_train))):
-        configs[phase] = (merged(phase_model, model_sets, f"--model-set ({phase})", "model"),
+        configs[phase] = (merged(phase_model, phase_settings(model_sets, phase), f"--model-set ({phase})", "model"),
                           merged(phase_train, {**levers, **own[phase]}, f"run {run} ({phase})", "train"))
     return configs
 
 
+def phase_settings(settings: dict, phase: str) -> dict:
+    """``settings`` as ``phase`` takes them: those over both phases, then its own (keyed by its name) over them."""
+    both = {key: value for key, value in settings.items() if key not in (EXPERIMENT, TUNING)}
+    return {**both, **settings.get(phase, {})}
+
+
 def settings_text(levers: dict) -> str:
-    """``key=value, ...`` of a run's settings, a phase's own as ``phase.key=value``."""
-    pairs = [(key, value) for key, value in levers.items() if not isinstance(value, dict)]
-    pairs += [(f"{phase}.{key}", value) for phase, own in levers.items() if isinstance(own, dict)
-              for key, value in own.items()]
-    return ", ".join(f"{key}={value}" for key, value in pairs) or "–"
+    """``key=value, ...`` of a run's settings, a phase's own as ``phase.key=value`` (``model.phase.key=value``)."""
+    def pairs(settings: dict, prefix: str = "") -> list[tuple[str, Any]]:
+        flat = [(prefix + key, value) for key, value in settings.items() if not isinstance(value, dict)]
+        return flat + [pair for key, value in settings.items() if isinstance(value, dict)
+                       for pair in pairs(value, f"{prefix}{key}.")]
+    return ", ".join(f"{key}={value}" for key, value in pairs(levers)) or "–"
 
 
 def decoded_again(baseline_dir: Path, run: str, work: Path) -> Path:
@@ -512,24 +529,29 @@ def read_step_costs(path: Path) -> list[dict]:
     return lines
 
 
-def seconds_per_step(step_costs: list[dict], model: dict, machine: str) -> float | None:
+def seconds_per_step(step_costs: list[dict], model: dict, machine: str, unlike: dict | None = None) -> float | None:
     """The mean training seconds of a fine-tuning (``minilm``) step measured on ``machine`` with no train setting and
     the model settings ``model`` (each line's resolved ``model`` holds them; a line without one is not read: its
-    ``model_set`` alone says nothing once params' defaults change), its dev evaluations and checkpoints apart."""
+    ``model_set`` alone says nothing once params' defaults change), its dev evaluations and checkpoints apart.
+    ``unlike``: settings the line must not have (the other side's own, which ``model`` leaves at params' value)."""
     costs = [line["train_s"] / line["steps"] for line in step_costs
              if line.get("experiment") == EXPERIMENT and line.get("machine") == machine and line.get("steps")
              and isinstance(line.get("model"), dict) and not line.get("train_set")
-             and all(line["model"].get(key) == value for key, value in model.items())]
+             and all(line["model"].get(key) == value for key, value in model.items())
+             and not any(line["model"].get(key) == value for key, value in (unlike or {}).items())]
     return sum(costs) / len(costs) if costs else None
 
 
 def step_cost_ratio(step_costs: list[dict], model: dict, reference_model: dict) -> tuple[float, str] | None:
     """``(ratio, machine)``: a fine-tuning step with the model settings ``model`` over one with
     ``reference_model``, both measured on one machine (the first in ``step_costs`` that measured both); None where no
-    machine did."""
+    machine did. A setting one side has and the other leaves at params' value tells their lines apart (a line with
+    ``freeze_layers: 1`` measures a run with it, not a reference without it)."""
+    own_only = {key: value for key, value in model.items() if key not in reference_model}
+    reference_only = {key: value for key, value in reference_model.items() if key not in model}
     for machine in dict.fromkeys(line["machine"] for line in step_costs if line.get("machine")):
-        own, reference = (seconds_per_step(step_costs, model, machine),
-                          seconds_per_step(step_costs, reference_model, machine))
+        own, reference = (seconds_per_step(step_costs, model, machine, unlike=reference_only),
+                          seconds_per_step(step_costs, reference_model, machine, unlike=own_only))
         if own is not None and reference:
             return own / reference, machine
     return None
@@ -537,23 +559,33 @@ def step_cost_ratio(step_costs: list[dict], model: dict, reference_model: dict) 
 
 def study_model(results: list[dict], run: str) -> dict[str, Any]:
     """The model settings ``run`` was trained with over params': the study's, then its own as its result records
-    them (:func:`run_configs`)."""
+    them (:func:`run_configs`; a phase's own keyed by its name)."""
     recorded = next((r for r in results if r["run"] == run), {}).get("levers", {})
     return {**STUDY_MODEL, **recorded.get("model", {})}
 
 
-def estimated_extra_s(results: list[dict], run: str, reference: str, ratio: float) -> float | None:
-    """``run``'s training seconds over the baseline's, on the machine where ``reference`` was trained beside the
-    baseline and ``run`` was not: the reference's own extra, plus its fine-tuning again at ``run``'s steps (its
-    training time at ``ratio`` the cost a step, its dev evaluations and checkpoints in proportion to the steps)
-    less what that phase took. The head tuning is counted at the reference's cost. None where the reference has
-    no timed seed beside a baseline."""
+def fine_tuning_model(results: list[dict], run: str) -> dict[str, Any]:
+    """:func:`study_model` as the fine-tuning (the first phase, whose steps the step costs measure) takes it."""
+    return phase_settings(study_model(results, run), EXPERIMENT)
+
+
+def estimated_extra_s(results: list[dict], run: str, reference: str, ratio: float,
+                      step_costs: list[dict] = ()) -> float | None:
+    """``run``'s training seconds over the baseline's, on the machine where ``reference`` was trained and ``run``
+    was not: the reference's own extra (beside the baseline there, else as :func:`extra_training` finds it), plus
+    its fine-tuning again at ``run``'s steps (its training time at ``ratio`` the cost a step, its dev evaluations
+    and checkpoints in proportion to the steps) less what that phase took. The head tuning is counted at the
+    reference's cost. None where the reference has no timed seed or no known extra."""
     timed = [r for r in results if r["run"] == reference and training_wall_s(r) is not None]
     if not timed:
         return None
     machine = machine_of(timed[0])
     reference_wall, base_wall = mean_wall_s(results, reference, machine), mean_wall_s(results, "baseline", machine)
-    if reference_wall is None or base_wall is None:
+    if reference_wall is None:
+        return None
+    reference_extra = (reference_wall - base_wall if base_wall is not None
+                       else extra_training(results, reference, step_costs)[0])
+    if reference_extra is None:
         return None
     steps = next(r for r in results if r["run"] == run)["phases"][EXPERIMENT]["metrics"]["steps"]
     changes = []
@@ -562,7 +594,7 @@ def estimated_extra_s(results: list[dict], run: str, reference: str, ratio: floa
         scale = steps / result["phases"][EXPERIMENT]["metrics"]["steps"]
         train, wall = timings["train_seconds"], timings["wall_seconds"]
         changes.append(train * scale * ratio + (wall - train) * scale - wall)
-    return reference_wall - base_wall + sum(changes) / len(changes)
+    return reference_extra + sum(changes) / len(changes)
 
 
 def recosted_wall_s(phase: dict[str, Any], steps: int, evals: int) -> float:
@@ -627,9 +659,9 @@ def extra_training(results: list[dict], run: str, step_costs: list[dict] = ()
             beyond = work_beyond_s(results, run, reference)
             beside = wall - reference_wall if beyond is None else beyond
             return extra + beside, uncompared, estimated, beside
-    measured = step_cost_ratio(step_costs, study_model(results, run), study_model(results, reference))
+    measured = step_cost_ratio(step_costs, fine_tuning_model(results, run), fine_tuning_model(results, reference))
     if measured is not None:
-        extra = estimated_extra_s(results, run, reference, measured[0])
+        extra = estimated_extra_s(results, run, reference, measured[0], step_costs)
         if extra is not None:
             return extra, False, measured, None
     return None, True, None, None

@@ -562,3 +562,59 @@ def test_evals_to_steps_is_keep_last_with_its_first_phase_evaluations_spent_on_s
                if value != theirs["minilm"][1][key]}
     assert changed == {"max_steps": (1600, 1680), "eval_every_steps": (100, 420)}
     assert asr_levers.REFERENCE["evals_to_steps"] == "keep_last"
+
+
+def test_a_model_setting_keyed_by_a_phase_goes_over_that_phase_only():
+    params = load_params(REPO / "params.yaml")
+    reference = asr_levers.run_configs(params, "evals_to_steps", {}, {})
+    frozen = asr_levers.run_configs(params, "freeze_first_layer", {}, {})
+    # the fine-tuning freezes the embeddings and its first layer; the tuning keeps its whole encoder frozen
+    assert frozen["minilm"][0]["freeze_layers"] == 1 and reference["minilm"][0]["freeze_layers"] == 0
+    assert frozen["minilm_words"][0] == reference["minilm_words"][0]
+    assert frozen["minilm_words"][0]["freeze_layers"] == params["tunings"]["minilm_words"]["model"]["freeze_layers"]
+    assert {key for key in frozen["minilm"][0] if frozen["minilm"][0][key] != reference["minilm"][0][key]} == {
+        "freeze_layers"}
+    assert (frozen["minilm"][1]["max_steps"], frozen["minilm"][1]["eval_every_steps"]) == (2160, 540)
+    assert asr_levers.phase_settings({"dropout": 0.0, "minilm": {"freeze_layers": 1}}, "minilm_words") == {
+        "dropout": 0.0}
+    assert asr_levers.settings_text(asr_levers.RUNS["freeze_first_layer"][1]) == (
+        "keep=last, model.dropout=0.0, model.minilm.freeze_layers=1, minilm.max_steps=2160, "
+        "minilm.eval_every_steps=540")
+
+
+def test_a_setting_only_one_side_has_tells_the_step_costs_of_run_and_reference_apart():
+    def line(train_s, **model):
+        return {"experiment": "minilm", "steps": 10, "train_s": train_s, "train_set": {}, "machine": "m",
+                "model": {"dropout": 0.0, "freeze_layers": 0, **model}}
+
+    costs = [line(9.0), line(6.0, freeze_layers=1), line(11.0), line(5.0, freeze_layers=1)]
+    # without the rule the reference ({dropout: 0.0}) would average all four lines
+    assert asr_levers.step_cost_ratio(costs, {"dropout": 0.0, "freeze_layers": 1}, {"dropout": 0.0}) == (0.55, "m")
+    assert asr_levers.step_cost_ratio(costs, {"dropout": 0.0}, {"dropout": 0.0, "freeze_layers": 1}) == (
+        pytest.approx(1 / 0.55), "m")
+
+
+def test_a_reference_without_a_baseline_on_its_machine_lends_its_own_estimated_extra(monkeypatch):
+    # chain: `near` beside the baseline (+100 s), `far` beside `near` on another machine (where no baseline ran),
+    # `cheap` on a third machine, timed from `far` and the step costs
+    monkeypatch.setattr(asr_levers, "REFERENCE", {"far": "near", "cheap": "far"})
+    monkeypatch.setattr(asr_levers, "work_beyond_s", lambda *args: None)
+    two = "machine two"
+
+    def on(machine, done, steps=10, train=None):
+        done["machine"] = machine
+        done["phases"]["minilm"]["metrics"] = {"steps": steps}
+        if train is not None:
+            done["phases"]["minilm"]["timings"]["train_seconds"] = train
+        return done
+
+    results = [on("one", timed("baseline", 1, 0.640, (700, 100))), on("one", timed("near", 1, 0.650, (800, 100))),
+               on(two, timed("near", 2, 0.650, (1600, 200))),
+               on(two, timed("far", 1, 0.655, (1700, 200), levers={"model": {"dropout": 0.0}}), train=1500),
+               on("three", timed("cheap", 1, 0.660, (900, 100),
+                                 levers={"model": {"dropout": 0.0, "minilm": {"freeze_layers": 1}}}), steps=20)]
+    assert asr_levers.fine_tuning_model(results, "cheap") == {"dropout": 0.0, "freeze_layers": 1}
+    far_extra = asr_levers.extra_training(results, "far")[0]
+    assert far_extra == 100.0 + (1900 - 1800)  # its reference's extra and its own time beside it
+    # `far`'s fine-tuning again at twice the steps, half the cost a step: 1500 x 2 x 0.5 + 200 x 2 - 1700 = +200 s
+    assert asr_levers.estimated_extra_s(results, "cheap", "far", 0.5) == far_extra + 200.0
