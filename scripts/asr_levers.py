@@ -141,7 +141,6 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                        "measured against `keep_last`",
                        {"model": {"dropout": 0.0}, EXPERIMENT: {"max_steps": 1680, "eval_every_steps": 420},
                         "keep": "last"}),
-    # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     # a cheaper step bought with the frozen embeddings and first layer (no backward through them, and Adam no longer
     # updates the 11.7M-row word-embedding matrix): 0.59 s against 0.90 s a step on a Zen 4 (two benchmarks each,
     # step_costs.jsonl), spent on steps: 2,160 (1,680 / 0.78, the least saving measured) in `evals_to_steps`' minutes,
@@ -151,6 +150,7 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                            "instead of 1,680, measured against `evals_to_steps`",
                            {"model": {"dropout": 0.0, EXPERIMENT: {"freeze_layers": 1}},
                             EXPERIMENT: {"max_steps": 2160, "eval_every_steps": 540}, "keep": "last"}),
+    # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
     "steps3x": ("the fine-tuning's whole schedule, two epochs (2,626 steps: its end comes before max_steps 3,000), "
@@ -572,7 +572,7 @@ def fine_tuning_model(results: list[dict], run: str) -> dict[str, Any]:
 def estimated_extra_s(results: list[dict], run: str, reference: str, ratio: float,
                       step_costs: list[dict] = ()) -> float | None:
     """``run``'s training seconds over the baseline's, on the machine where ``reference`` was trained and ``run``
-    was not: the reference's own extra (beside the baseline there, else as :func:`extra_training` finds it), plus
+    was not: the reference's own extra (:func:`extra_training`: beside a baseline, else through its reference), plus
     its fine-tuning again at ``run``'s steps (its training time at ``ratio`` the cost a step, its dev evaluations
     and checkpoints in proportion to the steps) less what that phase took. The head tuning is counted at the
     reference's cost. None where the reference has no timed seed or no known extra."""
@@ -580,11 +580,7 @@ def estimated_extra_s(results: list[dict], run: str, reference: str, ratio: floa
     if not timed:
         return None
     machine = machine_of(timed[0])
-    reference_wall, base_wall = mean_wall_s(results, reference, machine), mean_wall_s(results, "baseline", machine)
-    if reference_wall is None:
-        return None
-    reference_extra = (reference_wall - base_wall if base_wall is not None
-                       else extra_training(results, reference, step_costs)[0])
+    reference_extra = extra_training(results, reference, step_costs)[0]
     if reference_extra is None:
         return None
     steps = next(r for r in results if r["run"] == run)["phases"][EXPERIMENT]["metrics"]["steps"]
