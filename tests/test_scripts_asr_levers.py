@@ -194,9 +194,13 @@ def test_every_run_is_measured_against_the_study_baseline_whatever_params_holds_
     params = load_params(REPO / "params.yaml")
     base = asr_levers.run_configs(params, "baseline", {"seed": 1}, {})
     assert base["minilm"][1]["max_steps"] == asr_levers.STUDY_BASELINE["minilm"]["max_steps"] == 1000
+    assert base["minilm"][0]["freeze_layers"] == 0 and base["minilm"][0]["dropout"] == 0.1
+    assert base["minilm_words"][0]["freeze_layers"] == 4  # the tuning's encoder frozen whole, as it always was
     for steps in (1350, 2000):  # whatever the default fine-tuning has become, the baseline run is the same
         moved = copy.deepcopy(params)
         moved["profiles"][moved["profile"]]["experiments"]["minilm"]["train"].update(max_steps=steps, keep="last")
+        moved["profiles"][moved["profile"]]["experiments"]["minilm"]["model"].update(freeze_layers=steps // 1000,
+                                                                                     dropout=0.0)
         assert asr_levers.run_configs(moved, "steps2x", {"seed": 1}, {})["minilm"][1]["max_steps"] == 2000
         assert asr_levers.run_configs(moved, "baseline", {"seed": 1}, {}) == base
     longer = asr_levers.run_configs(params, "steps1350", {"seed": 1}, {})
@@ -304,7 +308,7 @@ def test_a_run_with_a_reference_trained_elsewhere_is_timed_from_the_step_costs_o
 
     def line(dropout, train_s, machine=bench, **more):  # measured at params' default (model_set {}) that day
         return {"experiment": "minilm", "steps": 60, "train_s": train_s, "model_set": {}, "train_set": {},
-                "model": {"hidden": 8, "dropout": dropout}, "machine": machine, **more}
+                "model": {"hidden": 8, "dropout": dropout, "freeze_layers": 0}, "machine": machine, **more}
 
     legacy = line(0.0, 1.0)
     del legacy["model"]  # model_set {} alone: dropout on or off, depending on the day
@@ -313,8 +317,9 @@ def test_a_run_with_a_reference_trained_elsewhere_is_timed_from_the_step_costs_o
     costs = [line(0.1, 120.0), line(0.0, 90.0), line(0.1, 120.0), line(0.0, 90.0), legacy,
              line(0.0, 10.0, machine="elsewhere"), line(0.1, 500.0, experiment="blstm"),
              {**line(0.1, 999.0), "train_set": {"max_steps": 5}}]
-    assert asr_levers.study_model(results, "faster") == {"dropout": 0.0}
-    assert asr_levers.study_model(results, "longer") == asr_levers.STUDY_MODEL == {"dropout": 0.1}
+    assert asr_levers.fine_tuning_model(results, "faster") == {"dropout": 0.0, "freeze_layers": 0}
+    assert asr_levers.study_model(results, "longer") == asr_levers.STUDY_MODEL == {"dropout": 0.1,
+                                                                                   "minilm": {"freeze_layers": 0}}
     assert asr_levers.step_cost_ratio(costs, {"dropout": 0.0}, {"dropout": 0.1}) == (0.75, bench)
     assert asr_levers.step_cost_ratio(costs, {"dropout": 0.5}, {"dropout": 0.1}) is None
     # +200 s (the reference's) + 800 x 1.2 x 0.75 + 100 x 1.2 - 900 = +200 - 60 = +140 s
@@ -562,6 +567,19 @@ def test_evals_to_steps_is_keep_last_with_its_first_phase_evaluations_spent_on_s
                if value != theirs["minilm"][1][key]}
     assert changed == {"max_steps": (1600, 1680), "eval_every_steps": (100, 420)}
     assert asr_levers.REFERENCE["evals_to_steps"] == "keep_last"
+
+
+def test_freeze_whole_schedule_is_freeze_first_layer_run_to_the_end_of_its_two_epochs():
+    params = load_params(REPO / "params.yaml")
+    ours, theirs = (asr_levers.run_configs(params, run, {"seed": 1}, {})
+                    for run in ("freeze_whole_schedule", "freeze_first_layer"))
+    assert ours["minilm_words"] == theirs["minilm_words"] and ours["minilm"][0] == theirs["minilm"][0]
+    assert ours["minilm"][0]["freeze_layers"] == 1
+    changed = {key: (theirs["minilm"][1][key], value) for key, value in ours["minilm"][1].items()
+               if value != theirs["minilm"][1][key]}
+    assert changed == {"max_steps": (2160, 2626)}
+    assert ours["minilm"][1]["epochs"] == 2  # 2,626 steps are the two epochs' end (steps3x's run ended there)
+    assert asr_levers.REFERENCE["freeze_whole_schedule"] == "freeze_first_layer"
 
 
 def test_a_model_setting_keyed_by_a_phase_goes_over_that_phase_only():
