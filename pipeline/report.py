@@ -12,8 +12,10 @@ Each experiment's metrics and model are taken from the first of the given folder
 
 The summary (params ``experiments``, ``variants`` and ``tunings``, from ``--metrics``) is written on the default run (no
 ``--experiments``). ``--summary-only --readme README.md`` writes just the summary, and also into the README
-between its lines ``<!-- results:start -->`` and ``<!-- results:end -->``, so the README's figures are the
-metrics' (``tests/test_readme_results.py`` fails when they differ).
+between its lines ``<!-- results:start -->`` and ``<!-- results:end -->``, and the "All talks" table of the
+``evaluate_real`` stage's report (``--real-speech``, where it exists) between ``<!-- real-speech:start -->`` and
+``<!-- real-speech:end -->``, so the README's figures are the pipeline's (``tests/test_readme_results.py`` fails
+when they differ).
 """
 
 from __future__ import annotations
@@ -29,7 +31,11 @@ from reporting.results import (
     analysis_figures,
     collect_experiments,
     collect_figures,
+    REAL_SPEECH_END,
+    REAL_SPEECH_HEADING,
+    REAL_SPEECH_START,
     load_published,
+    markdown_table_after,
     replace_marked_region,
     results_markdown,
     summary_markdown,
@@ -42,6 +48,17 @@ def summary_text(params: dict, metrics_dir: Path) -> str:
     rows = summary_rows(list(params["experiments"]), runs_on_feature_sets(params),
                         params["active"]["experiments"], metrics_dir)
     return summary_markdown(params["profile"], rows, load_published())
+
+
+def write_readme(readme: Path, summary: str, real_speech_report: Path | None = None) -> None:
+    """``summary`` into ``readme``'s results region and, where ``real_speech_report`` exists, its "All talks"
+    table into the real-speech region (a README without that region is an error naming it)."""
+    text = replace_marked_region(readme.read_text(encoding="utf-8"), summary, where=str(readme))
+    if real_speech_report is not None and real_speech_report.is_file():
+        table = markdown_table_after(real_speech_report.read_text(encoding="utf-8"), REAL_SPEECH_HEADING,
+                                     where=str(real_speech_report))
+        text = replace_marked_region(text, table, where=str(readme), start=REAL_SPEECH_START, end=REAL_SPEECH_END)
+    atomic_write_text(readme, text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,15 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     option(parser, "--metrics", "metrics", "parent of eval/, train/, eval_variants/, train_variants/ (the summary)")
     option(parser, "--summary", "reports/summary.md", "summary table of the default pipeline's runs")
     parser.add_argument("--summary-only", action="store_true", help="write only the summary")
-    parser.add_argument("--readme", help="also write the summary into this file's marked region")
+    parser.add_argument("--readme", help="also write the summary (and the real-speech table) into this file's "
+                                         "marked regions")
+    option(parser, "--real-speech", "reports/real_speech.md",
+           "the evaluate_real stage's report, whose \"All talks\" table --readme copies (skipped where absent)")
     args, params = start(parser, argv)
     if args.summary_only or not args.experiments:
         summary = summary_text(params, Path(args.metrics))
         atomic_write_text(args.summary, summary)
         if args.readme:
-            readme = Path(args.readme)
-            atomic_write_text(readme, replace_marked_region(readme.read_text(encoding="utf-8"), summary,
-                                                            where=str(readme)))
+            write_readme(Path(args.readme), summary, Path(args.real_speech))
         if args.summary_only:
             print(summary)
             return 0

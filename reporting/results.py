@@ -269,6 +269,30 @@ README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
 
 
+#: The README region that shows the real-speech table (``evaluate_real``'s report, its "All talks" table).
+REAL_SPEECH_START = "<!-- real-speech:start -->"
+REAL_SPEECH_END = "<!-- real-speech:end -->"
+#: The heading of that table in ``evaluate_real``'s report (``realspeech.evaluate.real_speech_markdown``).
+REAL_SPEECH_HEADING = "## All talks"
+
+
+def markdown_table_after(text: str, heading: str, *, where: str = "the report") -> str:
+    """The first markdown table after the line ``heading`` in ``text`` (its ``|`` lines, no trailing newline);
+    ``ValueError`` naming ``where`` when the heading or a table after it is missing."""
+    lines = text.splitlines()
+    try:
+        rest = lines[next(i for i, line in enumerate(lines) if line.strip() == heading) + 1:]
+        first = next(i for i, line in enumerate(rest) if line.startswith("|"))
+    except StopIteration:
+        raise ValueError(f"{where}: no table after a line {heading!r}") from None
+    table = []
+    for line in rest[first:]:
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    return "\n".join(table)
+
+
 def summary_rows(experiments: list[str], variants: dict[str, dict[str, Any]], settings: dict[str, Any],
                  metrics_dir: Path) -> list[dict[str, Any]]:
     """One row per experiment (word input) and per variant, from the pipeline's metrics files under

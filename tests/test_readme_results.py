@@ -9,8 +9,15 @@ import pytest
 
 from experiments.params import load_params
 from pipeline.report import main as report_main
-from pipeline.report import summary_text
-from reporting.results import marked_region, replace_marked_region
+from pipeline.report import summary_text, write_readme
+from reporting.results import (
+    REAL_SPEECH_END,
+    REAL_SPEECH_HEADING,
+    REAL_SPEECH_START,
+    markdown_table_after,
+    marked_region,
+    replace_marked_region,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -38,31 +45,50 @@ def test_the_readme_shows_the_metrics_of_the_default_pipeline():
     assert (REPO / "reports" / "summary.md").read_text(encoding="utf-8") == expected
 
 
-def markdown_table_after(text: str, heading: str) -> str:
-    """The first table after ``heading`` in a markdown text (its lines from the first ``|`` line on)."""
-    rest = text[text.index(heading) + len(heading):].splitlines()
-    first = next(i for i, line in enumerate(rest) if line.startswith("|"))
-    table = []
-    for line in rest[first:]:
-        if not line.startswith("|"):
-            break
-        table.append(line)
-    return "\n".join(table)
-
-
 def test_the_readme_shows_the_real_speech_table_that_evaluate_real_wrote():
-    """The README's real-speech table is the `evaluate_real` stage's "All talks" table, row for row."""
+    """The README's real-speech region is the `evaluate_real` stage's "All talks" table, row for row: run
+    `python -m pipeline.report --summary-only --readme README.md` after `dvc repro`."""
     report = REPO / "reports" / "real_speech.md"
     if not report.exists():
         pytest.skip("the default pipeline's evaluate_real has not run")
-    expected = markdown_table_after(report.read_text(encoding="utf-8"), "## All talks")
+    expected = markdown_table_after(report.read_text(encoding="utf-8"), REAL_SPEECH_HEADING)
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert markdown_table_after(readme, "Real speech, the two development talks") == expected
+    assert marked_region(readme, start=REAL_SPEECH_START, end=REAL_SPEECH_END) == expected + "\n"
 
 
 def test_markdown_table_after_takes_the_first_table_after_the_heading():
     text = "| a |\n\n## H\n\nsome text\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\nafter\n| z |\n"
     assert markdown_table_after(text, "## H") == "| x | y |\n|---|---|\n| 1 | 2 |"
+    with pytest.raises(ValueError, match="report.md: no table after a line '## Other'"):
+        markdown_table_after(text, "## Other", where="report.md")
+    with pytest.raises(ValueError, match="no table after"):
+        markdown_table_after("## H\nno table\n", "## H")
+    # the heading is a whole line: a line that merely contains it is not the heading
+    assert markdown_table_after("## Hx\n| no |\n## H\n| yes |\n", "## H") == "| yes |"
+
+
+def test_write_readme_fills_both_regions_and_keeps_the_rest(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# T\n<!-- results:start -->\nold\n<!-- results:end -->\nprose\n"
+                      f"{REAL_SPEECH_START}\n| old |\n{REAL_SPEECH_END}\ntail\n", encoding="utf-8")
+    report = tmp_path / "real_speech.md"
+    report.write_text(f"# Real speech\n\n{REAL_SPEECH_HEADING}\n\n| m | F1 |\n|---|---|\n| a | 1.0 |\n\n"
+                      "## `talk`\n\n| m | F1 |\n|---|---|\n| a | 9.9 |\n", encoding="utf-8")
+    write_readme(readme, "| summary |\n", report)
+    assert readme.read_text(encoding="utf-8") == (
+        "# T\n<!-- results:start -->\n| summary |\n<!-- results:end -->\nprose\n"
+        f"{REAL_SPEECH_START}\n| m | F1 |\n|---|---|\n| a | 1.0 |\n{REAL_SPEECH_END}\ntail\n")
+    # no report yet (evaluate_real has not run): the summary alone, the real-speech region as it was
+    readme.write_text(f"<!-- results:start -->\n<!-- results:end -->\n{REAL_SPEECH_START}\n| old |\n"
+                      f"{REAL_SPEECH_END}\n", encoding="utf-8")
+    write_readme(readme, "| new |", tmp_path / "missing.md")
+    assert readme.read_text(encoding="utf-8") == (
+        f"<!-- results:start -->\n| new |\n<!-- results:end -->\n{REAL_SPEECH_START}\n| old |\n{REAL_SPEECH_END}\n")
+    # a README without the real-speech region is an error naming it, and is left as it was
+    readme.write_text("<!-- results:start -->\n<!-- results:end -->\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="README.md: needs one line <!-- real-speech:start -->"):
+        write_readme(readme, "| new |", report)
+    assert readme.read_text(encoding="utf-8") == "<!-- results:start -->\n<!-- results:end -->\n"
 
 
 def test_the_summary_table_comes_from_the_metrics_files(tmp_path):
@@ -97,7 +123,8 @@ def test_summary_only_rewrites_the_marked_region_and_nothing_else(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("# Title\n\nBefore.\n\n<!-- results:start -->\nold figures\n<!-- results:end -->\n\nAfter.\n")
     assert report_main(["--params", str(tmp_path / "params.yaml"), "--metrics", str(metrics), "--summary-only",
-                        "--summary", str(tmp_path / "summary.md"), "--readme", str(readme)]) == 0
+                        "--summary", str(tmp_path / "summary.md"), "--readme", str(readme),
+                        "--real-speech", str(tmp_path / "no_real_speech_yet.md")]) == 0
     text = readme.read_text()
     assert text.startswith("# Title\n\nBefore.\n\n<!-- results:start -->\nOverall F1") and "old figures" not in text
     assert text.endswith("<!-- results:end -->\n\nAfter.\n")
@@ -106,7 +133,8 @@ def test_summary_only_rewrites_the_marked_region_and_nothing_else(tmp_path):
     readme.write_text("no markers\n")
     with pytest.raises(ValueError, match="README.md: needs one line <!-- results:start -->"):
         report_main(["--params", str(tmp_path / "params.yaml"), "--metrics", str(metrics), "--summary-only",
-                     "--summary", str(tmp_path / "summary.md"), "--readme", str(readme)])
+                     "--summary", str(tmp_path / "summary.md"), "--readme", str(readme),
+                     "--real-speech", str(tmp_path / "no_real_speech_yet.md")])
 
 
 def test_replace_marked_region_keeps_everything_around_it():

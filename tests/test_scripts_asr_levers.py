@@ -240,7 +240,7 @@ def test_every_recorded_run_still_resolves_to_the_settings_it_trained_with():
     for path in recorded:
         result = json.loads(path.read_text(encoding="utf-8"))
         run = result["run"]  # a run that trains nothing records the phases of the run whose model it scores
-        trained_by = "baseline" if run in asr_levers.DECODE_ONLY else asr_levers.FIRST_PHASE_OF.get(run, run)
+        trained_by = asr_levers.DECODE_ONLY.get(run) or asr_levers.FIRST_PHASE_OF.get(run, run)
         configs = asr_levers.run_configs(params, trained_by, {"seed": result["seed"]}, {})
         for phase, trained in result["phases"].items():
             # the trainer's reading of both: a setting it gained after the run was recorded takes its default, with
@@ -636,3 +636,59 @@ def test_a_reference_without_a_baseline_on_its_machine_lends_its_own_estimated_e
     assert far_extra == 100.0 + (1900 - 1800)  # its reference's extra and its own time beside it
     # `far`'s fine-tuning again at twice the steps, half the cost a step: 1500 x 2 x 0.5 + 200 x 2 - 1700 = +200 s
     assert asr_levers.estimated_extra_s(results, "cheap", "far", 0.5) == far_extra + 200.0
+
+
+def test_the_levers_again_on_the_default_change_only_their_lever():
+    """jitter_default and augment_default are freeze_whole_schedule (today's default) with one train setting more, in
+    both phases; freeze_two_layers freezes a second layer and runs into a third epoch; combine_decode_default trains
+    nothing and decodes freeze_whole_schedule's model its way."""
+    params = load_params(REPO / "params.yaml")
+    reference = asr_levers.run_configs(params, "freeze_whole_schedule", {"seed": 2}, {})
+    for run, lever in (("jitter_default", {"window_jitter": 25}), ("augment_default", {"augment_rate": 0.15})):
+        ours = asr_levers.run_configs(params, run, {"seed": 2}, {})
+        assert asr_levers.REFERENCE[run] == "freeze_whole_schedule"
+        for phase in ("minilm", "minilm_words"):
+            assert ours[phase][0] == reference[phase][0]
+            assert {key: value for key, value in ours[phase][1].items() if value != reference[phase][1][key]} == lever
+    two = asr_levers.run_configs(params, "freeze_two_layers", {"seed": 2}, {})
+    assert {key: value for key, value in two["minilm"][0].items() if value != reference["minilm"][0][key]} == {
+        "freeze_layers": 2}
+    assert {key: value for key, value in two["minilm"][1].items() if value != reference["minilm"][1][key]} == {
+        "max_steps": 3300, "epochs": 3, "eval_every_steps": 660}
+    assert two["minilm_words"] == reference["minilm_words"]
+    assert asr_levers.DECODE_ONLY["combine_decode_default"] == asr_levers.REFERENCE["combine_decode_default"] == (
+        "freeze_whole_schedule")
+
+
+def test_a_decode_only_run_sets_nothing_but_decoding():
+    """A run of DECODE_ONLY trains nothing: a train or model setting among its levers would be recorded as measured
+    while its source's model, trained without it, is what gets scored."""
+    for run, source in asr_levers.DECODE_ONLY.items():
+        assert source in asr_levers.RUNS and source not in asr_levers.DECODE_ONLY
+        assert asr_levers.RUNS[run][1] and all(key.startswith("decode_") for key in asr_levers.RUNS[run][1]), run
+
+
+def test_a_decode_only_run_scores_its_source_runs_model_under_its_own_decoding(tmp_path, monkeypatch):
+    """The decoded copy links the source's files and records the run's decoding; the result carries the source's
+    settings, phases and machine, so the levers' rule times it as the source."""
+    source_dir = tmp_path / "source" / "model"
+    source_dir.mkdir(parents=True)
+    (source_dir / "model.pt").write_bytes(b"weights")
+    (source_dir / "config.json").write_text(json.dumps({"train": {"decode_combine": "centre"}, "stride": 50}))
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    source = {"run": "freeze_whole_schedule", "seed": 1, "levers": asr_levers.RUNS["freeze_whole_schedule"][1],
+              "model_dir": str(source_dir), "phases": {"minilm": {"timings": {"wall_seconds": 10.0}}},
+              "machine": "m", "scores": {}}
+    (out / "runs" / "freeze_whole_schedule_seed1.json").write_text(json.dumps(source))
+    monkeypatch.setattr(asr_levers, "score", lambda params, model_dir, work, args, splits: {"dev": str(model_dir)})
+    args = argparse.Namespace(out=out, work=tmp_path / "work", splits=["dev"])
+    result = asr_levers.train_and_score({}, "combine_decode_default", 1, args)
+    decoded = Path(result["model_dir"])
+    assert (decoded / "model.pt").read_bytes() == b"weights" and (decoded / "model.pt").is_symlink()
+    assert json.loads((decoded / "config.json").read_text())["train"]["decode_combine"] == "sum"
+    assert json.loads((source_dir / "config.json").read_text())["train"]["decode_combine"] == "centre"
+    assert result["levers"] == {**source["levers"], "decode_combine": "sum"}
+    assert result["phases"] == source["phases"] and result["machine"] == "m"
+    assert asr_levers.study_model([result], "combine_decode_default") == asr_levers.study_model(
+        [source], "freeze_whole_schedule")
