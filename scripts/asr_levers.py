@@ -92,6 +92,9 @@ STUDY_MODEL: dict[str, Any] = {"dropout": 0.1, EXPERIMENT: {"freeze_layers": 0}}
 #: the train settings of that default over both phases, under each run's own (each phase kept its best dev
 #: evaluation's weights until ``keep_last`` was kept)
 STUDY_TRAIN: dict[str, Any] = {"keep": "best"}
+#: the settings of ``freeze_whole_schedule`` (today's default), which the levers tried on that default extend
+FREEZE_WHOLE_SCHEDULE: dict[str, Any] = {"model": {"dropout": 0.0, EXPERIMENT: {"freeze_layers": 1}},
+                                         EXPERIMENT: {"max_steps": 2626, "eval_every_steps": 540}, "keep": "last"}
 #: name -> (what it is, train settings over both phases)
 RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "baseline": ("params.yaml with the study's 1,000 fine-tuning steps, every lever off (the default until "
@@ -155,8 +158,7 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     # the rest of the two epochs: the fine-tuning's whole schedule (2,626 steps), the rate decaying to zero at its end
     "freeze_whole_schedule": ("`freeze_first_layer` run to the end of the fine-tuning's two epochs: 2,626 steps "
                               "instead of 2,160, measured against `freeze_first_layer`",
-                              {"model": {"dropout": 0.0, EXPERIMENT: {"freeze_layers": 1}},
-                               EXPERIMENT: {"max_steps": 2626, "eval_every_steps": 540}, "keep": "last"}),
+                              FREEZE_WHOLE_SCHEDULE),
     # a second frozen layer: 0.48 against 0.56 s a step in benchmarks.train_speed (60 steps, twice each in turn on a
     # Zen 4: 0.85x); the ~230 s that saves over 2,626 steps and the 239 s `freeze_whole_schedule` left of the
     # allowance buy about 800 steps, into a third epoch (the schedule decays to zero at max_steps): 3,300 with a
@@ -171,16 +173,13 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     # boundaries that move (Shi et al. 2021); no extra compute, so its cost is `freeze_whole_schedule`'s
     "jitter_default": ("`freeze_whole_schedule` with every window's start jittered by up to 25 tokens, measured "
                        "against `freeze_whole_schedule`",
-                       {"model": {"dropout": 0.0, EXPERIMENT: {"freeze_layers": 1}},
-                        EXPERIMENT: {"max_steps": 2626, "eval_every_steps": 540}, "keep": "last", "window_jitter": 25}),
+                       {**FREEZE_WHOLE_SCHEDULE, "window_jitter": 25}),
     # the ASR-style noise again, on today's default, at the paper's rates (fixed before any test figure): on the
     # 1,000-step baseline (under one epoch, with dropout) it cost 1.7 dev F1, perhaps because the model then saw
     # less clean text; the default now reads the training text twice over, without dropout
     "augment_default": ("`freeze_whole_schedule` with ASR-style noise (rate 0.15, substitute / delete / insert "
                         "0.4 / 0.4 / 0.2), measured against `freeze_whole_schedule`",
-                        {"model": {"dropout": 0.0, EXPERIMENT: {"freeze_layers": 1}},
-                         EXPERIMENT: {"max_steps": 2626, "eval_every_steps": 540}, "keep": "last",
-                         "augment_rate": 0.15}),
+                        {**FREEZE_WHOLE_SCHEDULE, "augment_rate": 0.15}),
     # no training: the combination of overlapping windows again, on today's default (on the 1,000-step baseline's
     # models it lowered dev by 0.1 / 0.2); the same windows as `punctuate`'s, so the same decoding work
     "combine_decode_default": ("`freeze_whole_schedule`'s model decoded with logits summed (stride 50), no "
