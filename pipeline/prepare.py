@@ -3,7 +3,8 @@
     python -m pipeline.prepare [--params params.yaml] [--out data/prepared]
 
 Reads the ``data`` section of the params file (with the active profile's overrides, e.g. ``train_tokens``),
-runs :func:`trainset.prepare.prepare_data`, and writes ``metrics/data.json`` and ``reports/data_report.md``.
+runs :func:`trainset.prepare.prepare_data` (through :func:`trainset.draws.prepare_from_params`, as the
+longer draws do), and writes ``metrics/data.json`` and ``reports/data_report.md``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 from corpus.io import atomic_write_text
 from experiments.params import require
 from pipeline.stage import option, stage_parser, start, write_metrics
-from trainset.prepare import prepare_data, report_markdown
+from trainset.draws import prepare_from_params
+from trainset.prepare import report_markdown
 
 METRICS_PATH = Path("metrics/data.json")
 REPORT_PATH = Path("reports/data_report.md")
@@ -28,19 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     data = require(params, "data", "params")
     started = time.perf_counter()
-    prepared = prepare_data(
-        require(data, "iwslt_dir", "data"),
-        require(data, "ted_talks", "data"),
-        args.out,
-        eval_splits=require(data, "eval_splits", "data"),
-        train_tokens=int(require(data, "train_tokens", "data")),
-        overlap_ngram=int(require(data, "overlap_ngram", "data")),
-        overlap_min_shared_fraction=float(require(data, "overlap_min_shared_fraction", "data")),
-        seed=int(require(data, "seed", "data")),
-        excluded_talks=list(data.get("excluded_talks") or []),
-        real_speech={talk: Path(require(data, "real_speech_dir", "data")) / f"{talk}.ref.tsv"
-                     for talk in data.get("real_speech_talks") or []},
-    )
+    prepared = prepare_from_params(data, args.out)
     seconds = time.perf_counter() - started
     report = prepared.report
     metrics_path = write_metrics(args.metrics, report, ensure_ascii=False)

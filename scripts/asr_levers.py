@@ -31,6 +31,10 @@ default until ``nodropout1600`` replaced it), ``batch8`` the same words in half-
 targets would cost in training compute (:data:`TRAINING_COST`): no verdict keeps them, and their Ref and ASR (the
 figures the targets are stated in) choose nothing.
 
+A run of :data:`TRAIN_TOKENS` reads other training text in its fine-tuning: ``fresh_data`` the prepare stage's draw
+of talks run on to 4.2M tokens (``trainset.draws``, as stage ``draw@long`` builds it, under ``--work``), one epoch of
+it in the steps of two over the 2.1M set.
+
 A run may set model settings too, over both phases' models (``{"model": {...}}``): ``nodropout`` turns dropout off
 (the encoder's hidden and attention dropout, the head's), which makes a step cheaper, and ``nodropout1600`` spends
 what that saves on steps within ``steps1350``'s minutes (kept, and the default since). A run made to replace the
@@ -90,8 +94,8 @@ STUDY_BASELINE: dict[str, dict[str, Any]] = {EXPERIMENT: {"max_steps": 1000, "ev
 #: fine-tuning trained every layer until ``freeze_first_layer`` was kept: a setting keyed by that phase alone)
 STUDY_MODEL: dict[str, Any] = {"dropout": 0.1, EXPERIMENT: {"freeze_layers": 0}}
 #: the train settings of that default over both phases, under each run's own (each phase kept its best dev
-#: evaluation's weights until ``keep_last`` was kept)
-STUDY_TRAIN: dict[str, Any] = {"keep": "best"}
+#: evaluation's weights until ``keep_last`` was kept; both had the profile's two epochs until ``fresh_data`` was kept)
+STUDY_TRAIN: dict[str, Any] = {"keep": "best", "epochs": 2}
 #: the settings of ``freeze_whole_schedule`` (today's default), which the levers tried on that default extend
 FREEZE_WHOLE_SCHEDULE: dict[str, Any] = {"model": {"dropout": 0.0, EXPERIMENT: {"freeze_layers": 1}},
                                          EXPERIMENT: {"max_steps": 2626, "eval_every_steps": 540}, "keep": "last"}
@@ -184,6 +188,14 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     # models it lowered dev by 0.1 / 0.2); the same windows as `punctuate`'s, so the same decoding work
     "combine_decode_default": ("`freeze_whole_schedule`'s model decoded with logits summed (stride 50), no "
                                "retraining, measured against `freeze_whole_schedule`", {"decode_combine": "sum"}),
+    # the same steps over twice the text, none of it read twice: the prepare stage's seeded draw of talks run on to
+    # 4.2M training tokens (the default 2.1M set and the 1,009 talks drawn after it; the same exclusions), one epoch
+    # (2,625 steps) instead of two of the 2.1M set; the head's tuning reads the default set, as the trio's tunings
+    # do, whose timing cues are simulated on it (:data:`TRAIN_TOKENS`)
+    "fresh_data": ("`freeze_whole_schedule` over one epoch of 4.2M training tokens (the same draw of talks run on "
+                   "past the 2.1M set) instead of two epochs of 2.1M: the same steps, no window read twice, measured "
+                   "against `freeze_whole_schedule`",
+                   {**FREEZE_WHOLE_SCHEDULE, EXPERIMENT: {**FREEZE_WHOLE_SCHEDULE[EXPERIMENT], "epochs": 1}}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
@@ -197,7 +209,8 @@ REFERENCE: dict[str, str] = {"nodropout1600": "steps1350", "nodropout1600_first_
                              "freeze_two_layers": "freeze_whole_schedule",
                              "combine_decode_default": "freeze_whole_schedule",
                              "jitter_default": "freeze_whole_schedule",
-                             "augment_default": "freeze_whole_schedule"}
+                             "augment_default": "freeze_whole_schedule",
+                             "fresh_data": "freeze_whole_schedule"}
 #: runs that decode another run's model of the same seed again instead of training (run -> that run; their levers
 #: change only the model directory's recorded decoding; model selection on dev stays that run's)
 DECODE_ONLY: dict[str, str] = {"combine_decode": "baseline", "combine_decode_stride25": "baseline",
@@ -209,6 +222,11 @@ FIRST_PHASE_OF: dict[str, str] = {"nodropout1600_first_phase": "nodropout1600"}
 #: (``training.config.SELECTION_FIELDS``, outside the checkpoint fingerprint): that run's finished checkpoint is
 #: copied into this run's work folder, and the trainer keeps its weights this run's way without training again
 RESUMES: dict[str, str] = {"keep_last": "nodropout1600"}
+#: runs trained on another draw of training text: run -> its training tokens, the prepare stage's seeded draw of
+#: talks (params.yaml's ``data``, exclusions and all) run on to that many (the default set is its first 2.1M), built
+#: once under ``--work`` (:func:`drawn_features`) and read by the fine-tuning (the head's tuning reads
+#: ``--tuning-features``, as in the pipeline); dev, Ref and ASR are the same words
+TRAIN_TOKENS: dict[str, int] = {"fresh_data": 4_200_000}
 DEFAULT_RUNS = ("baseline", "augment", "jitter", "combine", "all")
 CLASSES = ("COMMA", "PERIOD", "QUESTION")
 
@@ -381,6 +399,15 @@ def first_phase_of_source(phase: dict[str, Any], source: dict[str, Any], name: s
     return {**phase, "timings": source["phases"][EXPERIMENT]["timings"], "resumed_from": name}
 
 
+def drawn_features(params: dict, tokens: int, work: Path) -> Path:
+    """The word features of the training text drawn as the prepare stage draws it (params' ``data``) but to
+    ``tokens`` training tokens, with the embed stage's word source: ``work/data_<tokens>/features``
+    (:func:`trainset.draws.draw_features`, as stage ``draw@NAME`` builds them)."""
+    from trainset.draws import draw_features
+
+    return draw_features(params["data"], params["embed"], tokens, work / f"data_{tokens}")
+
+
 class RunPaused(Exception):
     """A run's training paused by ``--pause-after-s``: checkpointed, resumed by the same command."""
 
@@ -425,7 +452,8 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
     window, stride = int(params["evaluate"]["window"]), int(params["evaluate"]["stride"])
     budget = Budget(pause_at=getattr(args, "pause_at", None))
     trained = {}
-    for phase, features, init_from in ((EXPERIMENT, args.features, None),
+    drawn = drawn_features(params, TRAIN_TOKENS[run], args.work) if run in TRAIN_TOKENS else None
+    for phase, features, init_from in ((EXPERIMENT, drawn or args.features, None),
                                        (TUNING, args.tuning_features, work / EXPERIMENT / "model")):
         model, train = configs[phase]
         result = train_model(features, work / phase / "model", work / phase / "state", model_config=model,

@@ -16,6 +16,7 @@ from pipeline import stage
 COMMAND_LINES = {
     "align": "--audio=data/audio --metrics=metrics/alignment.json --out=data/alignments --params=params.yaml "
              "--prepared=data/prepared --quiet",
+    "draw": "--draw=None! --metrics=None --out=None --params=params.yaml",
     "embed": "--export-glove=None --feature-set=None --force --metrics=metrics/embedding_coverage.json "
              "--out=data/features --params=params.yaml --prepared=data/prepared",
     "evaluate": "--artifacts=artifacts --experiment=None --features=data/features --metrics=metrics/eval "

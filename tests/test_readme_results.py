@@ -151,7 +151,8 @@ def default_stages() -> set[str]:
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
     params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
     lists = {"${experiments}": params["experiments"], "${variants}": list(params.get("variants") or {}),
-             "${tunings}": list(params.get("tunings") or {}), "${embed.feature_sets}": list(params["embed"]["feature_sets"])}
+             "${tunings}": list(params.get("tunings") or {}),
+             "${embed.feature_sets}": list(params["embed"]["feature_sets"]), "${draws}": list(params.get("draws") or {})}
     names = set()
     for name, entry in stages.items():
         if "foreach" in entry:

@@ -692,3 +692,27 @@ def test_a_decode_only_run_scores_its_source_runs_model_under_its_own_decoding(t
     assert result["phases"] == source["phases"] and result["machine"] == "m"
     assert asr_levers.study_model([result], "combine_decode_default") == asr_levers.study_model(
         [source], "freeze_whole_schedule")
+
+
+def test_fresh_data_is_the_default_over_one_epoch_of_a_draw_twice_as_long():
+    """fresh_data trains freeze_whole_schedule's steps in one epoch of a 4.2M-token draw: its only own setting is the
+    fine-tuning's epochs, and the draw is twice the default's training tokens."""
+    params = load_params(REPO / "params.yaml")
+    reference = asr_levers.run_configs(params, "freeze_whole_schedule", {"seed": 1}, {})
+    ours = asr_levers.run_configs(params, "fresh_data", {"seed": 1}, {})
+    assert asr_levers.REFERENCE["fresh_data"] == "freeze_whole_schedule"
+    assert ours["minilm"][0] == reference["minilm"][0] and ours["minilm_words"] == reference["minilm_words"]
+    assert {key: value for key, value in ours["minilm"][1].items() if value != reference["minilm"][1][key]} == {
+        "epochs": 1}
+    assert asr_levers.TRAIN_TOKENS["fresh_data"] == 2 * params["data"]["train_tokens"]
+
+
+def test_a_runs_longer_draw_is_built_under_the_work_folder_by_the_draw_stages_function(tmp_path, monkeypatch):
+    import trainset.draws
+
+    calls = []
+    monkeypatch.setattr(trainset.draws, "draw_features",
+                        lambda data, embed, tokens, out: calls.append((data, embed, tokens, out)) or out / "features")
+    params = {"data": {"seed": 1}, "embed": {"oov": "random"}}
+    assert asr_levers.drawn_features(params, 4_200_000, tmp_path) == tmp_path / "data_4200000" / "features"
+    assert calls == [({"seed": 1}, {"oov": "random"}, 4_200_000, tmp_path / "data_4200000")]

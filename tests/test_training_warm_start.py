@@ -109,6 +109,39 @@ def test_sources_that_do_not_fit_are_refused_by_name(caches):
                    caches["root"] / "nowhere", caches["concat"])
 
 
+def test_a_vocabulary_of_other_training_text_matters_only_where_words_are_read_as_ids(caches, tmp_path):
+    """The words of a longer draw number otherwise (another vocabulary) but look up the same vectors: a model that
+    reads the vectors starts from them, and the warm-started model predicts as its source; a model whose words are
+    ids (no word vectors) is refused by name, its ids meaning other words."""
+    prepared = caches["root"] / "prepared"
+    longer = tmp_path / "longer"
+    lines = prepared.joinpath("train.tsv").read_text(encoding="utf-8").splitlines()
+    longer.mkdir()
+    for split in ("dev", "ref", "asr"):
+        longer.joinpath(f"{split}.tsv").write_bytes(prepared.joinpath(f"{split}.tsv").read_bytes())
+    longer.joinpath("train.tsv").write_text("\n".join(lines + ["zebra\tO", "quokka\tPERIOD"]) + "\n",
+                                            encoding="utf-8")
+    word_source = {"type": "word2vec-text", "path": str(caches["root"] / "corpus" / "vectors.txt")}
+    other_vocab = build_feature_cache(longer, tmp_path / "features", word_source=word_source, oov="random").root
+    ours, theirs = (json.loads((d / "embedder" / "embedder.json").read_text()) for d in (caches["words"], other_vocab))
+    assert ours["vocab_sha256"] != theirs["vocab_sha256"] and ours["fingerprint"] == theirs["fingerprint"]
+    model = build_model(TINY_BLSTM, num_labels=4, vector_dim=8, vocab_size=10)
+    warm_start(model, TINY_BLSTM, caches["text_model"], other_vocab)
+    source, _ = load_trained_model(caches["text_model"])
+    model.eval()
+    batch = _batch(other_vocab)
+    assert torch.equal(model(batch).argmax(-1), source(batch).argmax(-1))
+
+    ids_source = tmp_path / "ids_model"
+    build_feature_cache(prepared, tmp_path / "ids", word_source={"type": "none"}, oov="random")
+    build_feature_cache(longer, tmp_path / "ids_longer", word_source={"type": "none"}, oov="random")
+    train_model(tmp_path / "ids", ids_source, tmp_path / "ids_state", model_config=TINY_BLSTM,
+                train_config={**TRAIN, "max_steps": 2}, window=30, stride=15)
+    with pytest.raises(WarmStartError, match=r"word vectors differ in vocab_sha256"):
+        warm_start(build_model(TINY_BLSTM, num_labels=4, vector_dim=0, vocab_size=50), TINY_BLSTM, ids_source,
+                   tmp_path / "ids_longer")
+
+
 def _params(tunings, experiments=("blstm",)):
     experiment = {"model": TINY_BLSTM, "train": dict(TRAIN)}
     return {"active": {"experiments": {"blstm": experiment}}, "experiments": list(experiments), "tunings": tunings}

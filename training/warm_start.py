@@ -12,8 +12,9 @@ without unlearning the text.
 shape in both, except a weight matrix whose *input* dimension grew (the input projection: more columns, same
 rows): its source columns are copied and the new ones start at zero. The source must be the same model (name
 and every setting but those the model declares training-only, ``training_only_settings``: which layers are
-frozen, dropout), read the same word vectors (same source, vocabulary and OOV rule, per the embedders of both)
-and put them first: anything else is a :class:`WarmStartError` that names both directories.
+frozen, dropout), read the same word vectors (same source and OOV rule, per the embedders of both; the same
+vocabulary too where the words are read as ids, :data:`ID_COLUMN_KEYS`) and put them first: anything else is a
+:class:`WarmStartError` that names both directories.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ from torch import nn
 from inference.model_dir import CONFIG_FILE, EMBEDDER_DIR, WEIGHTS_FILE, load_trained_model
 
 #: Fields of embedder.json that decide the word-vector columns: equal in both, the columns mean the same.
-WORD_COLUMN_KEYS = ("fingerprint", "oov", "dim", "vocab_sha256")
+WORD_COLUMN_KEYS = ("fingerprint", "oov", "dim")
+#: ... and, for a model that reads token ids instead (no word vectors: ``dim`` 0, embeddings learned from the ids),
+#: the vocabulary that numbers them. A word's vector is looked up by the word itself (its source's vector, or the OOV
+#: rule's, seeded by the word), so two caches of one source drawn from other training text (their vocabularies
+#: differ) give every word the same columns.
+ID_COLUMN_KEYS = ("vocab_sha256",)
 
 
 class WarmStartError(ValueError):
@@ -55,7 +61,8 @@ def check_word_columns(source_dir: Path, features_dir: Path) -> None:
     """The source model's input columns are the first columns of the new run's features (see module docstring)."""
     source = _json(source_dir / EMBEDDER_DIR / "embedder.json")
     target = _json(features_dir / EMBEDDER_DIR / "embedder.json")
-    differing = [key for key in WORD_COLUMN_KEYS if source.get(key) != target.get(key)]
+    keys = WORD_COLUMN_KEYS + (ID_COLUMN_KEYS if not source.get("dim") else ())
+    differing = [key for key in keys if source.get(key) != target.get(key)]
     if differing:
         raise WarmStartError(
             f"{source_dir} cannot start a run on {features_dir}: their word vectors differ in "
