@@ -30,7 +30,10 @@ pytestmark = [pytest.mark.skipif(not DVC.exists(), reason="dvc is not installed 
 def tiny_params(corpus: dict[str, Path]) -> dict:
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["profile"] = "tiny"
-    params["experiments"] = ["minilm", "transformer", "blstm"]
+    # the encoder punctuator reads a longer draw of the same talks (stage draw@long), as in the default pipeline
+    params["experiments"] = {"minilm": {"features": "data/draws/long/features"},
+                             "transformer": {"features": "data/features"}, "blstm": {"features": "data/features"}}
+    params["draws"] = {"long": 5000}
     params["data"].update(iwslt_dir=str(corpus["iwslt"]), ted_talks=str(corpus["ted"]))
     params["audio"]["real_audio_dir"] = str(corpus["iwslt"])  # a dependency of synthesize (read with source: real)
     params["audio"]["tedlium_dir"] = str(corpus["iwslt"])  # likewise (read with source: tedlium)
@@ -104,8 +107,20 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
                        for run in params_of(workdir)["tunings"]}
     feature_sets = {f"embed_set@{name}" for name in params_of(workdir)["embed"]["feature_sets"]}
     experiments = {f"{stage}@{name}" for stage in ("train", "evaluate") for name in ("minilm", "transformer", "blstm")}
-    assert first == {"prepare", "word_vectors", "embed", "report", "synthesize", "align", "features", "speech2vec",
-                     "report_variants", "fit_pauses", "evaluate_real"} | experiments | variant_stages | feature_sets
+    assert first == {"prepare", "word_vectors", "embed", "draw@long", "report", "synthesize", "align", "features",
+                     "speech2vec", "report_variants", "fit_pauses", "evaluate_real"} | experiments | variant_stages | (
+        feature_sets)
+    drawn = json.loads((workdir / "metrics" / "draws" / "long.json").read_text())
+    prepared = json.loads((workdir / "metrics" / "data.json").read_text())
+    assert prepared["tokens"]["train"] <= 3000 < drawn["tokens"]["train"] <= 5000
+    def vocabulary(folder: Path) -> str:
+        return json.loads((folder / "embedder" / "embedder.json").read_text())["vocab_sha256"]
+
+    # the encoder trained on the draw's words (its vocabulary), the BLSTM on the training set's
+    assert vocabulary(workdir / "artifacts" / "minilm" / "model") == vocabulary(workdir / "data" / "draws" / "long" /
+                                                                                  "features")
+    assert vocabulary(workdir / "artifacts" / "blstm" / "model") == vocabulary(workdir / "data" / "features")
+    assert vocabulary(workdir / "data" / "features") != vocabulary(workdir / "data" / "draws" / "long" / "features")
     real_report = (workdir / "reports" / "real_speech.md").read_text()
     assert "| audio_model (MiniLM encoder, words + timing cues) | text + real timings |" in real_report
     for name in ("audio_control", "blstm_text", "blstm_audio", "blstm_control", "word_speech2vec", "transformer_words"):
@@ -165,7 +180,7 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     # the runs tuned from the BLSTM and the BLSTM's own variant (its training settings) rerun; the other
     # experiments' runs, and those tuned from another model, do not
     assert {"tune@blstm_word_pauses", "tune@blstm_word_pauses_control", "train_variant@blstm_word_acoustic"} <= rerun
-    unrelated = rerun & ({"prepare", "embed", "train@transformer", "evaluate@transformer", "synthesize", "align",
+    unrelated = rerun & ({"prepare", "embed", "draw@long", "train@transformer", "evaluate@transformer", "synthesize", "align",
                           "features", "speech2vec", "train@minilm", "tune@minilm_word_pauses",
                           "train_variant@transformer_word_speech"} | feature_sets)
     assert not unrelated

@@ -705,6 +705,14 @@ def test_fresh_data_is_the_default_over_one_epoch_of_a_draw_twice_as_long():
     assert {key: value for key, value in ours["minilm"][1].items() if value != reference["minilm"][1][key]} == {
         "epochs": 1}
     assert asr_levers.TRAIN_TOKENS["fresh_data"] == 2 * params["data"]["train_tokens"]
+    longer = asr_levers.run_configs(params, "fresh_data_allowance", {"seed": 1}, {})
+    assert asr_levers.REFERENCE["fresh_data_allowance"] == "fresh_data"
+    assert longer["minilm"][0] == ours["minilm"][0] and longer["minilm_words"] == ours["minilm_words"]
+    assert {key: value for key, value in longer["minilm"][1].items() if value != ours["minilm"][1][key]} == {
+        "max_steps": 2925}
+    # one epoch of the longer draw holds every step: no text is read twice
+    assert 2925 * ours["minilm"][1]["batch_size"] * ours["minilm"][1]["seq_len"] <= (
+        asr_levers.TRAIN_TOKENS["fresh_data_allowance"])
 
 
 def test_a_runs_longer_draw_is_built_under_the_work_folder_by_the_draw_stages_function(tmp_path, monkeypatch):
