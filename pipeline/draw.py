@@ -30,7 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     draws = params.get("draws") or {}
     if args.draw not in draws:
         raise SystemExit(f"error: params' draws has no entry {args.draw!r} (has {sorted(draws)})")
-    tokens = int(draws[args.draw])
+    tokens = draws[args.draw]
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
+        raise SystemExit(f"error: params' draws.{args.draw} is {tokens!r}: give the draw's training tokens, a positive "
+                         "whole number")
     embed = require(params, "embed", "params")
     out = args.out or f"data/draws/{args.draw}"
     features = draw_features(require(params, "data", "params"), embed, tokens, out)

@@ -61,3 +61,20 @@ def test_a_missing_setting_is_named(settings, tmp_path):
     data, embed = settings
     with pytest.raises(ParamsError, match=r"missing 'data\.overlap_ngram'"):
         draw_features({k: v for k, v in data.items() if k != "overlap_ngram"}, embed, 2000, tmp_path / "long")
+
+
+@pytest.mark.parametrize("tokens", ["4.2M", 0, True])
+def test_the_draw_stage_names_a_draw_that_is_not_a_count_of_tokens(tokens, tmp_path):
+    import yaml
+
+    from pipeline.draw import main
+
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"profile": "small", "profiles": {"small": {"data": {}, "train": {},
+                                                                                   "experiments": {}}},
+                                      "experiment_defs": {}, "train": {}, "data": {}, "embed": {},
+                                      "draws": {"long": tokens}}))
+    with pytest.raises(SystemExit, match=r"draws\.long is"):
+        main(["--params", str(params), "--draw", "long"])
+    with pytest.raises(SystemExit, match=r"no entry 'short'"):
+        main(["--params", str(params), "--draw", "short"])
