@@ -3,7 +3,7 @@
     python -m pipeline.prepare [--params params.yaml] [--out data/prepared]
 
 Reads the ``data`` section of the params file (with the active profile's overrides, e.g. ``train_tokens``),
-runs :func:`trainset.prepare.prepare_data` (through :func:`trainset.prepare.prepare_from_params`, as the
+runs :func:`trainset.prepare.prepare_data` (through :func:`trainset.from_params.prepare_from_params`, as the
 longer draws of ``trainset.draws`` do), and writes ``metrics/data.json`` and ``reports/data_report.md``.
 """
 
@@ -16,7 +16,8 @@ from pathlib import Path
 from corpus.io import atomic_write_text
 from experiments.params import require
 from pipeline.stage import option, stage_parser, start, write_metrics
-from trainset.prepare import prepare_from_params, report_markdown
+from trainset.from_params import prepare_from_params
+from trainset.prepare import report_markdown
 
 METRICS_PATH = Path("metrics/data.json")
 REPORT_PATH = Path("reports/data_report.md")

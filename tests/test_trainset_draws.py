@@ -9,7 +9,7 @@ import pytest
 from corpus.iwslt import read_iwslt
 from tests.fixture_corpus import write_corpus
 from trainset.draws import draw_features
-from trainset.prepare import prepare_from_params
+from trainset.from_params import prepare_from_params
 
 
 @pytest.fixture()

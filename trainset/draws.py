@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainset.prepare import prepare_from_params
+from trainset.from_params import prepare_from_params
 
 #: the folders of a draw under its directory: the prepared words (as ``data/prepared``) and their word features
 #: (as ``data/features``)
