@@ -493,4 +493,3 @@ def _threshold_rationale(n: int, threshold: float, largest_kept: float, smallest
         f"Talks kept share at most {largest_kept:.2%} of their distinct {n}-grams with the evaluation splits "
         f"(stock phrases); the least-overlapping excluded talk shares {smallest_excluded:.2%}{gap}. {verdict}"
     )
-
