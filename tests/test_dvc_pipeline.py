@@ -180,8 +180,8 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     # the runs tuned from the BLSTM and the BLSTM's own variant (its training settings) rerun; the other
     # experiments' runs, and those tuned from another model, do not
     assert {"tune@blstm_word_pauses", "tune@blstm_word_pauses_control", "train_variant@blstm_word_acoustic"} <= rerun
-    unrelated = rerun & ({"prepare", "embed", "draw@long", "train@transformer", "evaluate@transformer", "synthesize", "align",
-                          "features", "speech2vec", "train@minilm", "tune@minilm_word_pauses",
+    unrelated = rerun & ({"prepare", "embed", "draw@long", "train@transformer", "evaluate@transformer", "synthesize",
+                          "align", "features", "speech2vec", "train@minilm", "tune@minilm_word_pauses",
                           "train_variant@transformer_word_speech"} | feature_sets)
     assert not unrelated
 
