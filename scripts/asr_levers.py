@@ -204,6 +204,14 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                              "against `fresh_data`",
                              {**FREEZE_WHOLE_SCHEDULE, EXPERIMENT: {**FREEZE_WHOLE_SCHEDULE[EXPERIMENT],
                                                                     "max_steps": 2925, "epochs": 1}}),
+    # no training: more context for every word at the same decoding work. Each word takes its label from the window
+    # it is most central in, so with windows of 100 every 50 it sees at least 25 words on each side; windows of 150
+    # every 75 give it 37, still two windows per word (the encoder's cost per word grows only by attention's share,
+    # a few %; the rows of 150 words stay within max_subwords or are cut by split_long_rows as any long row)
+    "wide_decode_default": ("`fresh_data_allowance`'s model decoded with windows of 150 words every 75 (two per "
+                            "word, as now, each word at least 37 words from a window's edge instead of 25), no "
+                            "retraining, measured against `fresh_data_allowance`",
+                            {"decode_window": 150, "decode_stride": 75}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
@@ -218,11 +226,13 @@ REFERENCE: dict[str, str] = {"nodropout1600": "steps1350", "nodropout1600_first_
                              "combine_decode_default": "freeze_whole_schedule",
                              "jitter_default": "freeze_whole_schedule",
                              "augment_default": "freeze_whole_schedule",
-                             "fresh_data": "freeze_whole_schedule", "fresh_data_allowance": "fresh_data"}
+                             "fresh_data": "freeze_whole_schedule", "fresh_data_allowance": "fresh_data",
+                             "wide_decode_default": "fresh_data_allowance"}
 #: runs that decode another run's model of the same seed again instead of training (run -> that run; their levers
 #: change only the model directory's recorded decoding; model selection on dev stays that run's)
 DECODE_ONLY: dict[str, str] = {"combine_decode": "baseline", "combine_decode_stride25": "baseline",
-                               "combine_decode_default": "freeze_whole_schedule"}
+                               "combine_decode_default": "freeze_whole_schedule",
+                               "wide_decode_default": "fresh_data_allowance"}
 #: runs that score the first-phase model (the fine-tuned ``minilm`` its ``minilm_words`` started from) of another
 #: run of the same seed instead of training: that run's tuned model without its second phase
 FIRST_PHASE_OF: dict[str, str] = {"nodropout1600_first_phase": "nodropout1600"}
@@ -283,8 +293,9 @@ def decoded_again(source_dir: Path, run: str, work: Path) -> Path:
             (target / path.name).symlink_to(path.resolve(), target_is_directory=path.is_dir())
     config = json.loads((source_dir / "config.json").read_text(encoding="utf-8"))
     config["train"] = {**config["train"], **RUNS[run][1]}
-    if "decode_stride" in RUNS[run][1]:  # what the trainer records as the model's stride
-        config["stride"] = RUNS[run][1]["decode_stride"]
+    for key in ("window", "stride"):  # what the trainer records as the model's windows
+        if f"decode_{key}" in RUNS[run][1]:
+            config[key] = RUNS[run][1][f"decode_{key}"]
     (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return target
 

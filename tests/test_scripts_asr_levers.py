@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.params import load_params
+from experiments.params import experiment_config, load_params, tuning_config
 from training.config import TrainConfig
 from tests.helpers import REPO, load_script
 
@@ -688,10 +688,27 @@ def test_a_decode_only_run_scores_its_source_runs_model_under_its_own_decoding(t
     assert (decoded / "model.pt").read_bytes() == b"weights" and (decoded / "model.pt").is_symlink()
     assert json.loads((decoded / "config.json").read_text())["train"]["decode_combine"] == "sum"
     assert json.loads((source_dir / "config.json").read_text())["train"]["decode_combine"] == "centre"
+    assert json.loads((decoded / "config.json").read_text())["stride"] == 50  # the run leaves the windows alone
     assert result["levers"] == {**source["levers"], "decode_combine": "sum"}
     assert result["phases"] == source["phases"] and result["machine"] == "m"
     assert asr_levers.study_model([result], "combine_decode_default") == asr_levers.study_model(
         [source], "freeze_whole_schedule")
+
+
+def test_a_decode_only_run_of_other_windows_records_them_as_the_trainer_does(tmp_path, monkeypatch):
+    """wide_decode_default decodes fresh_data_allowance's model with windows of 150 every 75: the copy's recorded
+    ``window`` and ``stride`` (what score_dev and punctuate read) are the run's, the source's untouched."""
+    source_dir = tmp_path / "source" / "model"
+    source_dir.mkdir(parents=True)
+    (source_dir / "config.json").write_text(json.dumps({"train": {"decode_combine": "centre"}, "window": 100,
+                                                        "stride": 50}))
+    decoded = asr_levers.decoded_again(source_dir, "wide_decode_default", tmp_path / "work")
+    config = json.loads((decoded / "config.json").read_text())
+    assert (config["window"], config["stride"]) == (150, 75)
+    assert (config["train"]["decode_window"], config["train"]["decode_stride"]) == (150, 75)
+    assert json.loads((source_dir / "config.json").read_text())["window"] == 100
+    assert asr_levers.DECODE_ONLY["wide_decode_default"] == asr_levers.REFERENCE["wide_decode_default"] == (
+        "fresh_data_allowance")
 
 
 def test_fresh_data_is_the_default_over_one_epoch_of_a_draw_twice_as_long():
@@ -713,6 +730,23 @@ def test_fresh_data_is_the_default_over_one_epoch_of_a_draw_twice_as_long():
     # one epoch of the longer draw holds every step: no text is read twice
     assert 2925 * ours["minilm"][1]["batch_size"] * ours["minilm"][1]["seq_len"] <= (
         asr_levers.TRAIN_TOKENS["fresh_data_allowance"])
+
+
+def test_the_pipelines_minilm_trains_as_the_kept_run_fresh_data_allowance():
+    """params.yaml's MiniLM and its tuning are fresh_data_allowance's settings (both phases, model and train), and its
+    fine-tuning reads the draw stage's draw of that run's length: the pipeline's model is that run's seed 1."""
+    params = load_params(REPO / "params.yaml")
+    seed = experiment_config(params, "minilm")[1]["seed"]
+    run = asr_levers.run_configs(params, "fresh_data_allowance", {"seed": seed}, {})
+    assert run["minilm"] == experiment_config(params, "minilm")
+    tuned_model, tuned_train = tuning_config(params, "minilm_words")[1:]
+    # the study pins the tuning's two epochs of its day; its 400 steps end within one epoch of the training set, so
+    # the epochs change no step and no rate (the linear decay ends at max_steps either way)
+    assert run["minilm_words"][0] == tuned_model and {**run["minilm_words"][1], "epochs": 1} == tuned_train
+    assert tuned_train["max_steps"] * tuned_train["batch_size"] * tuned_train["seq_len"] < (
+        params["data"]["train_tokens"])
+    assert params["experiments"]["minilm"]["features"] == "data/draws/long/features"
+    assert params["draws"]["long"] == asr_levers.TRAIN_TOKENS["fresh_data_allowance"]
 
 
 def test_a_runs_longer_draw_is_built_under_the_work_folder_by_the_draw_stages_function(tmp_path, monkeypatch):
