@@ -711,7 +711,7 @@ def test_a_decode_only_run_of_other_windows_records_them_as_the_trainer_does(tmp
         "fresh_data_allowance")
 
 
-def test_fresh_data_is_the_default_over_one_epoch_of_a_draw_twice_as_long():
+def test_fresh_data_is_freeze_whole_schedule_over_one_epoch_of_a_draw_twice_as_long():
     """fresh_data trains freeze_whole_schedule's steps in one epoch of a 4.2M-token draw: its only own setting is the
     fine-tuning's epochs, and the draw is twice the default's training tokens."""
     params = load_params(REPO / "params.yaml")
