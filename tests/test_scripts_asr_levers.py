@@ -749,6 +749,17 @@ def test_the_pipelines_minilm_trains_as_the_kept_run_fresh_data_allowance():
     assert params["draws"]["long"] == asr_levers.TRAIN_TOKENS["fresh_data_allowance"]
 
 
+def test_punctuates_text_model_is_the_first_phase_the_kept_first_phase_default_scores():
+    """first_phase_default (kept) scores fresh_data_allowance's first phase without training anything: params'
+    text model is that phase, the experiment's own model directory, not its tuning on words."""
+    params = load_params(REPO / "params.yaml")
+    assert asr_levers.FIRST_PHASE_OF["first_phase_default"] == asr_levers.REFERENCE["first_phase_default"] == \
+        "fresh_data_allowance"
+    assert asr_levers.RUNS["first_phase_default"][1] == {}  # no setting of its own: the source run's model
+    assert params["punctuate"]["text_model"] == "artifacts/minilm/model"
+    assert params["tunings"]["minilm_words"]["from"] == "minilm"  # the words arm stays, scored beside it
+
+
 def test_a_runs_longer_draw_is_built_under_the_work_folder_by_the_draw_stages_function(tmp_path, monkeypatch):
     import trainset.draws
 
