@@ -35,7 +35,6 @@ IWSLT_METRICS = ("metrics/eval", "metrics/eval_variants")
 #: How the report describes the models of the default params (others go by their name).
 DESCRIPTIONS = {TEXT: "MiniLM encoder, words", AUDIO: "MiniLM encoder, words + timing cues",
                 "audio_control": "MiniLM encoder, words + label-free timing cues",
-                "minilm_words": "MiniLM encoder, words, its head tuned again as the timing twin's",
                 "blstm_text": "BLSTM over GloVe, words", "blstm_audio": "BLSTM, words + timing cues",
                 "blstm_control": "BLSTM, words + label-free timing cues",
                 "transformer_words": "words (the reduced Transformer)",
@@ -45,9 +44,6 @@ SAME_ARCHITECTURE = {AUDIO: TEXT, "audio_control": TEXT, "word_speech2vec": "tra
                      "blstm_audio": "blstm_text", "blstm_control": "blstm_text"}
 #: speech model -> its label-free control (the same inputs with no punctuation cue in them)
 CONTROL_OF = {AUDIO: "audio_control", "blstm_audio": "blstm_control"}
-#: speech model -> its words-only twin where the text model is not one: the same tuning of the same model on the
-#: words alone (the MiniLM text model is the fine-tuned encoder itself, without the head's second tuning)
-WORDS_TWIN_OF = {AUDIO: "minilm_words"}
 
 
 def _pairs(values: Sequence[str] | None, flag: str) -> dict[str, str]:
@@ -89,10 +85,6 @@ def _notes(result: dict[str, Any], models: dict[str, Any]) -> list[str]:
         gain = {label: f1(name, "timings", label) - f1(base, "text", label) for label in ("PERIOD", "COMMA")}
         against_control = "" if f1(control, "timings") is None else (
             f"; against `{control}` with the same timings {f1(name, 'timings') - f1(control, 'timings'):+.1f}")
-        twin = WORDS_TWIN_OF.get(name)
-        if twin and f1(twin, "text") is not None:
-            against_control += (f"; against `{twin}`, the same tuning on the words alone, "
-                                f"{f1(name, 'timings') - f1(twin, 'text'):+.1f}")
         notes.append(
             f"- `{name}` with the real timings against `{base}` on the same words: overall F1 "
             f"{f1(name, 'timings') - f1(base, 'text'):+.1f} points, PERIOD {gain['PERIOD']:+.1f}, COMMA "

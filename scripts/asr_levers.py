@@ -2,7 +2,7 @@
 trains it (experiment ``minilm``, then its tuning ``minilm_words``), with the same seed and step budget per run.
 
     python scripts/asr_levers.py [--runs baseline augment jitter combine all] [--seeds 1 2] [--report-only]
-                                 [--features data/features] [--tuning-features data/feature_sets/word]
+                                 [--features data/features] [--tuning-features data/features]
                                  [--prepared data/prepared] [--work runs/asr_levers] [--out reports/asr_levers]
                                  [--splits dev] [--train-set KEY=VALUE ...] [--model-set KEY=VALUE ...]
                                  [--pause-after-s SECONDS]
@@ -59,8 +59,9 @@ run again, and an interrupted training resumes from its checkpoint in ``--work``
 cleanly for a run longer than a session, its wall time counted; a test split it lacks is scored on its model);
 ``--out/levers.json``, ``--out/levers.md`` and its figure ``--out/levers.png`` hold them all, each beside the
 baseline of the same seed, and what is kept (:func:`verdicts`). ``--report-only`` writes them again from the
-finished runs. Needs the default pipeline's ``data/features``, ``data/feature_sets/word`` and ``data/prepared``
-(``dvc repro embed_set@word``). On 2 CPU cores a run takes about as long as ``minilm`` and ``minilm_words`` in
+finished runs. Needs the default pipeline's ``data/features`` and ``data/prepared`` (the word features of the
+training set, which the head's tuning reads: ``data/feature_sets/word`` holds the same bytes where a tuning on
+words builds it). On 2 CPU cores a run takes about as long as ``minilm`` and ``minilm_words`` in
 ``dvc repro`` (~16 min at 1,000 steps, ~1 h at 1,600) plus its scoring.
 """
 
@@ -86,6 +87,9 @@ from experiments.params import experiment_config, load_params, merged, tuning_co
 from training.config import Budget, parse_setting  # noqa: E402
 
 EXPERIMENT, TUNING = "minilm", "minilm_words"
+#: the tuning whose model and train settings the study's second phase takes (params no longer trains ``minilm_words``
+#: since ``steps_for_words_arm``; the MiniLM tunings share one model and train setting, tests/test_realspeech.py)
+TUNING_SETTINGS_OF = "minilm_word_pauses"
 #: the default every lever was measured against (params.yaml's fine-tuning before ``steps1350`` was kept; dev
 #: evaluated every 100 steps until ``evals_to_steps`` was kept): each run is params.yaml with these settings, then
 #: its own, so a finished run means what it meant when it ran
@@ -220,6 +224,16 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "first_phase_default": ("`fresh_data_allowance`'s first phase alone as the text model (its fine-tuned "
                             "`minilm`, before the head's second phase), scored as it is: no training, measured "
                             "against `fresh_data_allowance`", {}),
+    # the words arm's tuning (tune@minilm_words, 140 s on 2 cores, and its evaluation) is no longer `punctuate`'s
+    # text model once `first_phase_default` is kept: dropped from the pipeline, its time (and the few seconds the
+    # allowance had left) buys ~240 more fine-tuning steps at 0.57 s a step, 3,150 with a margin; the draw runs on to every talk
+    # it may take (about 4.85M tokens, one pass in ~3,030 steps), the last ~120 steps start a second pass
+    "steps_for_words_arm": ("`first_phase_default` with the words arm's head tuning dropped from the pipeline and "
+                            "its minutes spent on the fine-tuning: 3,150 steps instead of 2,925, over every talk the "
+                            "draw may take (one pass, then a second's start); the fine-tuned model is the text "
+                            "model, measured against `first_phase_default`",
+                            {**FREEZE_WHOLE_SCHEDULE, EXPERIMENT: {**FREEZE_WHOLE_SCHEDULE[EXPERIMENT],
+                                                                   "max_steps": 3150, "epochs": 2}}),
     # not a lever: what the Done-when would cost in training compute (a setting keyed by a phase is that phase's)
     "steps2x": ("twice the fine-tuning steps (2,000; the 400 of the head tuning unchanged): training compute, "
                 "a budget point, never a lever", {EXPERIMENT: {"max_steps": 2000}}),
@@ -236,7 +250,8 @@ REFERENCE: dict[str, str] = {"nodropout1600": "steps1350", "nodropout1600_first_
                              "augment_default": "freeze_whole_schedule",
                              "fresh_data": "freeze_whole_schedule", "fresh_data_allowance": "fresh_data",
                              "wide_decode_default": "fresh_data_allowance",
-                             "first_phase_default": "fresh_data_allowance"}
+                             "first_phase_default": "fresh_data_allowance",
+                             "steps_for_words_arm": "first_phase_default"}
 #: runs that decode another run's model of the same seed again instead of training (run -> that run; their levers
 #: change only the model directory's recorded decoding; model selection on dev stays that run's)
 DECODE_ONLY: dict[str, str] = {"combine_decode": "baseline", "combine_decode_stride25": "baseline",
@@ -254,7 +269,11 @@ RESUMES: dict[str, str] = {"keep_last": "nodropout1600"}
 #: talks (params.yaml's ``data``, exclusions and all) run on to that many (the default set is its first 2.1M), built
 #: once under ``--work`` (:func:`drawn_features`) and read by the fine-tuning (the head's tuning reads
 #: ``--tuning-features``, as in the pipeline); dev, Ref and ASR are the same words
-TRAIN_TOKENS: dict[str, int] = {"fresh_data": 4_200_000, "fresh_data_allowance": 4_680_000}
+TRAIN_TOKENS: dict[str, int] = {"fresh_data": 4_200_000, "fresh_data_allowance": 4_680_000,
+                                 "steps_for_words_arm": 5_100_000}  # more than the talks hold: every one of them
+#: runs whose text model is the fine-tuning itself: the head's tuning (``minilm_words``) is not trained, and the
+#: fine-tuned model is scored (the text model of ``first_phase_default``, kept, with the words arm dropped)
+FIRST_PHASE_ONLY: frozenset[str] = frozenset({"steps_for_words_arm"})
 DEFAULT_RUNS = ("baseline", "augment", "jitter", "combine", "all")
 CLASSES = ("COMMA", "PERIOD", "QUESTION")
 
@@ -268,7 +287,7 @@ def run_configs(params: dict, run: str, train_sets: dict, model_sets: dict) -> d
            for phase in (EXPERIMENT, TUNING)}
     model_sets = {**STUDY_MODEL, **levers.pop("model", {}), **model_sets}  # the study's, the run's, the call's
     model, train = experiment_config(params, EXPERIMENT)
-    _, tuned_model, tuned_train = tuning_config(params, TUNING)
+    _, tuned_model, tuned_train = tuning_config(params, TUNING_SETTINGS_OF)
     configs = {}
     for phase, (phase_model, phase_train) in ((EXPERIMENT, (model, train)), (TUNING, (tuned_model, tuned_train))):
         configs[phase] = (merged(phase_model, phase_settings(model_sets, phase), f"--model-set ({phase})", "model"),
@@ -464,8 +483,9 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
     if run in FIRST_PHASE_OF:
         source = finished_run(args.out, FIRST_PHASE_OF[run], seed, run)
         model_dir = first_phase_model(Path(source["model_dir"]))
+        machine = {"machine": source["machine"]} if source.get("machine") else {}  # its training's, as the phases
         return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": source["levers"], "model_dir": str(model_dir),
-                "phases": source["phases"], "scores": score(params, model_dir, work, args, args.splits)}
+                "phases": source["phases"], **machine, "scores": score(params, model_dir, work, args, args.splits)}
     configs = run_configs(params, run, {**dict(args.train_set), "seed": seed}, dict(args.model_set))
     if args.pipeline_model and seed == int(experiment_config(params, EXPERIMENT)[1]["seed"]):
         phases = pipeline_phases(args.pipeline_model, configs)
@@ -482,8 +502,8 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
     budget = Budget(pause_at=getattr(args, "pause_at", None))
     trained = {}
     drawn = drawn_features(params, TRAIN_TOKENS[run], args.work) if run in TRAIN_TOKENS else None
-    for phase, features, init_from in ((EXPERIMENT, drawn or args.features, None),
-                                       (TUNING, args.tuning_features, work / EXPERIMENT / "model")):
+    phases = ((EXPERIMENT, drawn or args.features, None), (TUNING, args.tuning_features, work / EXPERIMENT / "model"))
+    for phase, features, init_from in phases[:1] if run in FIRST_PHASE_ONLY else phases:
         model, train = configs[phase]
         result = train_model(features, work / phase / "model", work / phase / "state", model_config=model,
                              train_config=train, window=window, stride=stride, init_from=init_from,
@@ -500,7 +520,7 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
                           "timings": {**result.timings, "dev_evaluations": evaluations}}
     if source is not None:  # its first phase's time is the source's training, not the seconds it took to keep it
         trained[EXPERIMENT] = first_phase_of_source(trained[EXPERIMENT], source, RESUMES[run])
-    model_dir = work / TUNING / "model"
+    model_dir = work / (EXPERIMENT if run in FIRST_PHASE_ONLY else TUNING) / "model"
     return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": RUNS[run][1], "model_dir": str(model_dir),
             "phases": trained, "machine": this_machine(), "scores": score(params, model_dir, work, args, args.splits)}
 
@@ -711,8 +731,9 @@ def work_beyond_s(results: list[dict], run: str, reference: str) -> float | None
     ``run``'s seeds of its wall seconds less its phases again at the reference's steps and dev evaluations
     (:func:`recosted_wall_s`). For a run with the reference's model settings, whose work differs only in how many
     steps and evaluations it does: its step and evaluation cost that of the reference's, so a machine that runs
-    slower or faster on the day (one label, another speed) does not enter the difference. None where the model
-    settings differ or a phase lacks the timings."""
+    slower or faster on the day (one label, another speed) does not enter the difference. A phase the reference
+    trained and ``run`` does not (:data:`FIRST_PHASE_ONLY`) saves the reference's wall seconds for it. None where
+    the model settings differ or a phase lacks the timings."""
     if study_model(results, run) != study_model(results, reference):
         return None
     references = {r["seed"]: r for r in results if r["run"] == reference}
@@ -722,7 +743,9 @@ def work_beyond_s(results: list[dict], run: str, reference: str) -> float | None
         try:
             beyond.append(sum(phase["timings"]["wall_seconds"] - recosted_wall_s(
                 phase, other["phases"][name]["metrics"]["steps"], other["phases"][name]["timings"]["dev_evaluations"])
-                for name, phase in result["phases"].items()))
+                for name, phase in result["phases"].items())
+                - sum(phase["timings"]["wall_seconds"] for name, phase in other["phases"].items()
+                      if name not in result["phases"]))
         except (KeyError, TypeError, ZeroDivisionError):  # a phase without timings or their evaluations: not re-costed
             return None
     return sum(beyond) / len(beyond) if beyond else None
@@ -740,7 +763,7 @@ def extra_training(results: list[dict], run: str, step_costs: list[dict] = ()
     :func:`work_beyond_s`: one machine label can run at another speed on another day); else,
     for a reference trained elsewhere, an estimate from the step costs (:func:`estimated_extra_s`)."""
     if run in FIRST_PHASE_OF:  # trains nothing: its time is the run's whose first phase it is
-        return None, False, None, None
+        return extra_training(results, FIRST_PHASE_OF[run], step_costs)
     machine = machine_of(next(r for r in results if r["run"] == run))
     wall, base_wall = mean_wall_s(results, run, machine), mean_wall_s(results, "baseline", machine)
     if wall is None:  # untimed (the pipeline's own model, a decode-only run)
@@ -844,11 +867,15 @@ def split_tables(results: list[dict], splits: list[str]) -> list[tuple[list[dict
 
 def report(results: list[dict], splits: list[str], args: argparse.Namespace, figure: str | None = None,
            step_costs: list[dict] = ()) -> str:
-    steps = {phase: sorted({r["phases"][phase]["metrics"]["steps"] for r in results}) for phase in (EXPERIMENT, TUNING)}
+    steps = {phase: sorted({r["phases"][phase]["metrics"]["steps"] for r in results if phase in r["phases"]})
+             for phase in (EXPERIMENT, TUNING)}
+    untuned = list(dict.fromkeys(r["run"] for r in results if TUNING not in r["phases"]))  # FIRST_PHASE_ONLY's
+    tuning = ", ".join(([f"{'/'.join(map(str, steps[TUNING]))} steps"] if steps[TUNING] else [])
+                       + ([f"not trained by {', '.join(untuned)}"] if untuned else []))
     return (f"# The ASR-robustness levers on {', '.join(splits)}\n\n"
             f"Written by `python scripts/asr_levers.py` from `{args.out / 'runs'}`: `{EXPERIMENT}` "
             f"({'/'.join(map(str, steps[EXPERIMENT]))} steps) then `{TUNING}` "
-            f"({'/'.join(map(str, steps[TUNING]))} steps), each run's levers over both phases; dev scored on all "
+            f"({tuning}), each run's levers over both phases; dev scored on all "
             f"its cached tokens as model selection decodes them, Ref and ASR through `punctuate`'s decoding "
             f"(`evaluation.benchmark.evaluate_model`). F1 and SER in %; Δ F1 against the baseline of the same "
             f"seed.\n\n" + (f"![F1 per run and seed]({figure})\n\n" if figure else "")
@@ -867,7 +894,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--profile", help="profile of the params file (default: the file's own)")
     parser.add_argument("--features", type=Path, default=Path("data/features"), help=f"{EXPERIMENT}'s features")
-    parser.add_argument("--tuning-features", type=Path, default=Path("data/feature_sets/word"),
+    parser.add_argument("--tuning-features", type=Path, default=Path("data/features"),
                         help=f"{TUNING}'s features")
     parser.add_argument("--prepared", type=Path, default=Path("data/prepared"), help="the scored splits' words")
     parser.add_argument("--splits", nargs="+", default=["dev"], help="splits scored (dev; ref asr: only at the end)")

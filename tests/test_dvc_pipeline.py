@@ -50,7 +50,6 @@ def tiny_params(corpus: dict[str, Path]) -> dict:
     params["tunings"] = {name: {"from": base, "features": features, "train": tuning}
                          for base in ("minilm", "blstm") for name, features in (
                              (f"{base}_word_pauses", "word_pauses"), (f"{base}_word_pauses_control", "word_pauses_control"))}
-    params["tunings"]["minilm_words"] = {"from": "minilm", "features": "word", "train": tuning}  # the trio's words arm
     real = corpus["iwslt"].parent / "ted_real"
     params["data"].update(real_speech_dir=str(real), real_speech_talks=write_real_talks(real), excluded_talks=[])
     params["profiles"]["tiny"] = {
@@ -132,15 +131,10 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
         assert audio_model["metrics"]["steps"] == 4
     # the encoder's model directory carries its tokenizer and configuration (it punctuates without the checkpoint)
     assert (workdir / "artifacts" / "minilm" / "model" / "encoder" / "config.json").is_file()
-    # and the encoder's trace, which punctuate loads without transformers (the text model is the fine-tuned minilm;
-    # its words arm, the head tuned again as the timing twin's, is scored beside it)
-    section = params_of(workdir)["punctuate"]
-    assert section["text_model"] == "artifacts/minilm/model"
-    assert (workdir / section["text_model"] / "encoder" / "traced.pt").is_file()
-    words_arm = json.loads((workdir / section["compare"]["minilm_words"] / "config.json").read_text())
-    assert words_arm["initialised_from"]["path"] == "artifacts/minilm/model"
-    assert "| minilm_words (MiniLM encoder, words, its head tuned again as the timing twin's) | text only |" in \
-        real_report
+    # and the encoder's trace, which punctuate loads without transformers (the text model is the fine-tuned minilm)
+    text_model = workdir / params_of(workdir)["punctuate"]["text_model"]
+    assert text_model == workdir / "artifacts" / "minilm" / "model"
+    assert (text_model / "encoder" / "traced.pt").is_file()
     # a feature set no variant uses is not built
     assert (workdir / "data" / "feature_sets" / "learned" / "NOT_BUILT.txt").is_file()
     assert json.loads((workdir / "metrics" / "feature_sets" / "learned.json").read_text())["built"] is False

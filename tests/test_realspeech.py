@@ -193,26 +193,21 @@ def test_default_models_come_from_params(setup, tmp_path, capsys):
 
 
 def test_the_repository_names_both_default_models():
-    """punctuate's text model is a trained experiment; its audio model, the audio model's control and the words arm
-    scored beside them are that experiment tuned the same way (the same model and train settings) with the timing
-    cues, with label-free cues and on the words alone: the three differ only in their inputs."""
+    """punctuate's text model is a trained experiment; its audio model and the audio model's control are that
+    experiment tuned the same way (the same model and train settings) with the timing cues and with label-free cues:
+    the two differ only in their inputs."""
     params = yaml.safe_load((Path(cli.__file__).resolve().parents[1] / "params.yaml").read_text())
     section = params["punctuate"]
     experiment = Path(section["text_model"]).parts[1]
     assert section["text_model"] == f"artifacts/{experiment}/model"
     assert experiment in params["experiments"]
     run = Path(section["audio_model"]).parts[1]
-    text_run = Path(section["compare"]["minilm_words"]).parts[1]
-    assert section["compare"]["minilm_words"] == f"variant_artifacts/{text_run}/{experiment}/model"
     assert params["tunings"][run] == {**params["tunings"][run], "from": experiment, "features": "word_pauses"}
     assert params["embed"]["feature_sets"]["word_pauses"]["speech_source"]["type"] == "pauses"
     control = params["tunings"][f"{run}_control"]
     assert section["compare"]["audio_control"] == f"variant_artifacts/{run}_control/{experiment}/model"
     assert params["embed"]["feature_sets"][control["features"]]["speech_source"]["path"].endswith("control")
-    text = params["tunings"][text_run]
-    assert text["from"] == experiment and params["embed"]["feature_sets"][text["features"]] == {}  # words alone
-    for tuning in (text, control):
-        assert (tuning["model"], tuning["train"]) == (params["tunings"][run]["model"], params["tunings"][run]["train"])
+    assert (control["model"], control["train"]) == (params["tunings"][run]["model"], params["tunings"][run]["train"])
 
 def test_punctuate_with_audio(setup, tmp_path):
     from audio.reference_speech import flite_available, synthesize
@@ -248,9 +243,8 @@ def test_fit_pauses_and_evaluate_real_stages(setup, tmp_path):
     params = yaml.safe_load((Path(cli.__file__).resolve().parents[1] / "params.yaml").read_text())
     params["data"].update(real_speech_dir=str(setup["real"]), real_speech_talks=setup["talks"])
     params["pauses"].update(dropout_span=20, min_pool=5)
-    # the words-only twin of the speech model (the same tuning on words): here the text model's directory stands in
     params["punctuate"] = {"text_model": str(setup["text_model"]), "audio_model": str(setup["audio_model"]),
-                           "compare": {"minilm_words": str(setup["text_model"])}, "cross_fitted": {}}
+                           "compare": {}, "cross_fitted": {}}
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))
     assert fit_pauses.main(["--params", str(path), "--prepared", str(root / "prepared"), "--out",
@@ -265,12 +259,9 @@ def test_fit_pauses_and_evaluate_real_stages(setup, tmp_path):
                                f"folds={setup['talks'][0]}:{setup['audio_model']},"
                                f"{setup['talks'][1]}:{setup['audio_model']}"]) == 0
     result = json.loads((tmp_path / "real.json").read_text())
-    assert set(result["models"]) == {"text_model", "audio_model", "minilm_words", "folds"}
+    assert set(result["models"]) == {"text_model", "audio_model", "folds"}
     report = (tmp_path / "real.md").read_text()
     assert "`audio_model` with the real timings against `text_model`" in report and "## The pause model" in report
-    note = next(line for line in report.splitlines() if line.startswith("- `audio_model` with the real timings"))
-    gain = note.split("on the same words: overall F1 ")[1].split(" points")[0]
-    assert note.endswith(f"against `minilm_words`, the same tuning on the words alone, {gain}.")
 
 
 def test_the_iwslt_figures_of_a_model_are_the_metrics_that_name_its_directory(tmp_path):

@@ -589,7 +589,8 @@ def test_a_model_setting_keyed_by_a_phase_goes_over_that_phase_only():
     # the fine-tuning freezes the embeddings and its first layer; the tuning keeps its whole encoder frozen
     assert frozen["minilm"][0]["freeze_layers"] == 1 and reference["minilm"][0]["freeze_layers"] == 0
     assert frozen["minilm_words"][0] == reference["minilm_words"][0]
-    assert frozen["minilm_words"][0]["freeze_layers"] == params["tunings"]["minilm_words"]["model"]["freeze_layers"]
+    assert frozen["minilm_words"][0]["freeze_layers"] == \
+        params["tunings"][asr_levers.TUNING_SETTINGS_OF]["model"]["freeze_layers"]
     assert {key for key in frozen["minilm"][0] if frozen["minilm"][0][key] != reference["minilm"][0][key]} == {
         "freeze_layers"}
     assert (frozen["minilm"][1]["max_steps"], frozen["minilm"][1]["eval_every_steps"]) == (2160, 540)
@@ -732,21 +733,26 @@ def test_fresh_data_is_freeze_whole_schedule_over_one_epoch_of_a_draw_twice_as_l
         asr_levers.TRAIN_TOKENS["fresh_data_allowance"])
 
 
-def test_the_pipelines_minilm_trains_as_the_kept_run_fresh_data_allowance():
-    """params.yaml's MiniLM and its tuning are fresh_data_allowance's settings (both phases, model and train), and its
-    fine-tuning reads the draw stage's draw of that run's length: the pipeline's model is that run's seed 1."""
+def test_the_pipelines_minilm_trains_as_the_kept_run_steps_for_words_arm():
+    """params.yaml's MiniLM is steps_for_words_arm's fine-tuning (model and train settings), read from the draw stage's
+    draw of that run's length, and the pipeline trains no tuning on words: its text model is that run's seed 1."""
     params = load_params(REPO / "params.yaml")
     seed = experiment_config(params, "minilm")[1]["seed"]
-    run = asr_levers.run_configs(params, "fresh_data_allowance", {"seed": seed}, {})
+    run = asr_levers.run_configs(params, "steps_for_words_arm", {"seed": seed}, {})
     assert run["minilm"] == experiment_config(params, "minilm")
-    tuned_model, tuned_train = tuning_config(params, "minilm_words")[1:]
-    # the study pins the tuning's two epochs of its day; its 400 steps end within one epoch of the training set, so
-    # the epochs change no step and no rate (the linear decay ends at max_steps either way)
-    assert run["minilm_words"][0] == tuned_model and {**run["minilm_words"][1], "epochs": 1} == tuned_train
+    assert params["experiments"]["minilm"]["features"] == "data/draws/long/features"
+    assert params["draws"]["long"] == asr_levers.TRAIN_TOKENS["steps_for_words_arm"]
+    assert "steps_for_words_arm" in asr_levers.FIRST_PHASE_ONLY and "minilm_words" not in params["tunings"]
+    # the study's second phase, for the runs that have one, is the MiniLM tunings' shared settings
+    tuned_model, tuned_train = tuning_config(params, asr_levers.TUNING_SETTINGS_OF)[1:]
+    older = asr_levers.run_configs(params, "fresh_data_allowance", {"seed": seed}, {})
+    # the study pins the tuning's two epochs of its day (params' now inherit the fine-tuning's); its 400 steps end
+    # within one epoch of the training set, so the epochs change no step and no rate (the linear decay ends at
+    # max_steps either way)
+    assert older["minilm_words"][0] == tuned_model
+    assert {**older["minilm_words"][1], "epochs": tuned_train["epochs"]} == tuned_train
     assert tuned_train["max_steps"] * tuned_train["batch_size"] * tuned_train["seq_len"] < (
         params["data"]["train_tokens"])
-    assert params["experiments"]["minilm"]["features"] == "data/draws/long/features"
-    assert params["draws"]["long"] == asr_levers.TRAIN_TOKENS["fresh_data_allowance"]
 
 
 def test_punctuates_text_model_is_the_first_phase_the_kept_first_phase_default_scores():
@@ -757,7 +763,6 @@ def test_punctuates_text_model_is_the_first_phase_the_kept_first_phase_default_s
         "fresh_data_allowance"
     assert asr_levers.RUNS["first_phase_default"][1] == {}  # no setting of its own: the source run's model
     assert params["punctuate"]["text_model"] == "artifacts/minilm/model"
-    assert params["tunings"]["minilm_words"]["from"] == "minilm"  # the words arm stays, scored beside it
 
 
 def test_a_runs_longer_draw_is_built_under_the_work_folder_by_the_draw_stages_function(tmp_path, monkeypatch):
@@ -769,3 +774,51 @@ def test_a_runs_longer_draw_is_built_under_the_work_folder_by_the_draw_stages_fu
     params = {"data": {"seed": 1}, "embed": {"oov": "random"}}
     assert asr_levers.drawn_features(params, 4_200_000, tmp_path) == tmp_path / "data_4200000" / "features"
     assert calls == [({"seed": 1}, {"oov": "random"}, 4_200_000, tmp_path / "data_4200000")]
+
+
+def test_a_run_without_the_words_arm_trains_and_scores_the_fine_tuning_alone(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    trained, scored = [], []
+
+    def train_model(features, out_dir, state_dir, *, train_config, **_):
+        trained.append((Path(state_dir).parent.name, train_config["max_steps"], Path(features)))
+        write_history(out_dir, {540, 3150}, 3150)
+        return SimpleNamespace(metrics={"completed": True, "steps": 3150}, timings={"wall_seconds": 1900.0})
+
+    monkeypatch.setattr("training.train_model", train_model)
+    monkeypatch.setattr(asr_levers, "drawn_features", lambda params, tokens, work: work / f"data_{tokens}")
+    monkeypatch.setattr(asr_levers, "score", lambda params, path, *_: scored.append(Path(path)) or
+                        {"dev": scores(0.687)})
+    argv = ["--params", str(REPO / "params.yaml"), "--out", str(tmp_path), "--work", str(tmp_path / "work"),
+            "--runs", "steps_for_words_arm"]
+    assert asr_levers.main(argv) == 0
+    work = tmp_path / "work"
+    assert trained == [("minilm", 3150, work / "data_5100000")]  # the head's tuning is not trained
+    assert scored == [work / "steps_for_words_arm_seed1" / "minilm" / "model"]  # the fine-tuned model is scored
+    done = json.loads((tmp_path / "runs" / "steps_for_words_arm_seed1.json").read_text(encoding="utf-8"))
+    assert list(done["phases"]) == ["minilm"] and asr_levers.training_wall_s(done) == 1900.0
+    assert "`minilm` (3150 steps) then `minilm_words` (not trained by steps_for_words_arm)" in \
+        (tmp_path / "levers.md").read_text(encoding="utf-8")
+
+
+def test_a_phase_the_run_drops_saves_its_references_time_for_it(monkeypatch):
+    monkeypatch.setattr(asr_levers, "REFERENCE", {"longer": "baseline", "fine_tuning_only": "longer"})
+    machine = "AMD EPYC, 2 cores, AVX-512"
+    reference = phased("longer", 3, 0.660, {"minilm": (2925, 6, 1600.0, 60.0, 6.0, 1686.0),
+                                            "minilm_words": (400, 4, 120.0, 16.0, 2.0, 140.0)}, machine)
+    run = phased("fine_tuning_only", 3, 0.662, {"minilm": (3150, 7, 1723.0, 70.0, 7.0, 1820.0)}, machine)
+    del run["phases"]["minilm_words"]  # not trained (FIRST_PHASE_ONLY)
+    results = [timed("baseline", 1, 0.640, (700, 100)), timed("baseline", 2, 0.640, (700, 100)),
+               timed("longer", 1, 0.650, (1000, 100)), reference, run]
+    # its fine-tuning at the reference's 2,925 steps and 6 evaluations, at its own rates, less the reference's tuning
+    own = 1820.0 - (1723.0 / 3150 * 2925 + 77.0 / 7 * 6 + 20.0)
+    assert asr_levers.work_beyond_s(results, "fine_tuning_only", "longer") == pytest.approx(own - 140.0)
+    assert asr_levers.extra_training(results, "fine_tuning_only")[0] == pytest.approx(300.0 + own - 140.0)
+
+
+def test_a_first_phase_runs_time_is_its_sources_training():
+    results = [timed("baseline", 1, 0.640, (700, 100)), timed("nodropout1600", 1, 0.665, (900, 100)),
+               {**timed("nodropout1600_first_phase", 1, 0.663, (900, 100))}]
+    assert asr_levers.extra_training(results, "nodropout1600_first_phase") == \
+        asr_levers.extra_training(results, "nodropout1600") == (200.0, False, None, None)
