@@ -226,8 +226,9 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                             "against `fresh_data_allowance`", {}),
     # the words arm's tuning (tune@minilm_words, 140 s on 2 cores, and its evaluation) is no longer `punctuate`'s
     # text model once `first_phase_default` is kept: dropped from the pipeline, its time (and the few seconds the
-    # allowance had left) buys ~240 more fine-tuning steps at 0.57 s a step, 3,150 with a margin; the draw runs on to every talk
-    # it may take (about 4.85M tokens, one pass in ~3,030 steps), the last ~120 steps start a second pass
+    # allowance had left) buys ~240 more fine-tuning steps at 0.57 s a step, 3,150 with a margin; the draw runs on
+    # to every talk it may take (about 4.85M tokens, one pass in ~3,030 steps), the last ~120 steps start a second
+    # pass
     "steps_for_words_arm": ("`first_phase_default` with the words arm's head tuning dropped from the pipeline and "
                             "its minutes spent on the fine-tuning: 3,150 steps instead of 2,925, over every talk the "
                             "draw may take (one pass, then a second's start); the fine-tuned model is the text "
