@@ -1,5 +1,6 @@
 """The three ASR-robustness levers, each alone and together, on dev: `punctuate`'s text model trained as the pipeline
-trains it (experiment ``minilm``, then its tuning ``minilm_words``), with the same seed and step budget per run.
+trained it (experiment ``minilm``, then its tuning ``minilm_words``; a run of :data:`FIRST_PHASE_ONLY`, as the
+pipeline trains it since ``steps_for_words_arm``, the fine-tuning alone), with the same seed and step budget per run.
 
     python scripts/asr_levers.py [--runs baseline augment jitter combine all] [--seeds 1 2] [--report-only]
                                  [--features data/features] [--tuning-features data/features]
@@ -472,21 +473,16 @@ def train_and_score(params: dict, run: str, seed: int, args: argparse.Namespace)
     from training.model_output import HISTORY_FILE, dev_evaluations
 
     work = args.work / f"{run}_seed{seed}"
-    if run in DECODE_ONLY:
-        source = finished_run(args.out, DECODE_ONLY[run], seed, run)
-        model_dir = decoded_again(Path(source["model_dir"]), run, work)
-        # the source's settings under this run's decoding: its model and train settings are what the model trained
-        # with (the baseline's: none), so the levers' rule times it as the source
+    if run in DECODE_ONLY or run in FIRST_PHASE_OF:  # another run's model: decoded its way, or its first phase
+        source = finished_run(args.out, {**DECODE_ONLY, **FIRST_PHASE_OF}[run], seed, run)
+        model_dir = (decoded_again(Path(source["model_dir"]), run, work) if run in DECODE_ONLY
+                     else first_phase_model(Path(source["model_dir"])))
+        # the source's settings (a decode-only run's decoding over them): its model and train settings are what the
+        # model trained with (the baseline's: none), so the levers' rule times it as the source, on its machine
         machine = {"machine": source["machine"]} if source.get("machine") else {}
         return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": {**source["levers"], **RUNS[run][1]},
                 "model_dir": str(model_dir), "phases": source["phases"], **machine,
                 "scores": score(params, model_dir, work, args, args.splits)}
-    if run in FIRST_PHASE_OF:
-        source = finished_run(args.out, FIRST_PHASE_OF[run], seed, run)
-        model_dir = first_phase_model(Path(source["model_dir"]))
-        machine = {"machine": source["machine"]} if source.get("machine") else {}  # its training's, as the phases
-        return {"run": run, "seed": seed, "what": RUNS[run][0], "levers": source["levers"], "model_dir": str(model_dir),
-                "phases": source["phases"], **machine, "scores": score(params, model_dir, work, args, args.splits)}
     configs = run_configs(params, run, {**dict(args.train_set), "seed": seed}, dict(args.model_set))
     if args.pipeline_model and seed == int(experiment_config(params, EXPERIMENT)[1]["seed"]):
         phases = pipeline_phases(args.pipeline_model, configs)
