@@ -159,5 +159,8 @@ def batch_main(argv: list[str] | None = None) -> int:
     return status
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m aligner.cli: pinned as python -m aligner is (aligner/__main__.py)
+    from experiments.numerics import pin_or_restart
+
+    pin_or_restart()
     sys.exit(main())

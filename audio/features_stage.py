@@ -13,14 +13,16 @@ stages' reports); resumable talk by talk, a failing talk is recorded with its er
     aligner's timings (not the engine's: real recordings have only the aligner's). A token without audio or
     without a confident time is flagged in ``missing`` and holds the neutral value of
     :data:`audio.features.NEUTRAL_VALUES` (``duration`` 0 outside talks) -- never NaN. Per-talk results are
-    cached under ``<split>/talks/`` (fingerprint: the alignment's fingerprint, the Parquet's bytes and the
-    feature settings).
+    cached under ``<split>/talks/`` (fingerprint: the alignment's fingerprint, the Parquet's bytes, the
+    feature settings and the numeric regime, :func:`experiments.numerics.numeric_regime`: a rerun in another
+    regime computes every talk again rather than mixing talks of two regimes).
 
     In parallel: the talks of every split go through :func:`executor.tasks.run_tasks` (``workers`` local
     processes, or a Dask scheduler); each worker computes or finds its talk's arrays in the cache, and the
     split's arrays are then assembled here from the cache in token order, so every output is the same, byte for
     byte, whatever the engine or worker count (the per-talk ``.npz`` carry no time of writing; compute times go
-    to the report only, and are this run's).
+    to the report only, and are this run's). A worker in another numeric regime than this process refuses its
+    talks, naming itself and the switches that differ (:func:`executor.tasks.run_tasks`, ``regime``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from audio.synthesis import talk_stem
 from corpus.frames import FRAMES_FILE, OFFSETS_FILE, RaggedFrames
 from corpus.io import atomic_path, split_run_facts
 from corpus.talks_table import TALKS_TABLE, read_talks_table
+from experiments.numerics import numeric_regime, regime_facts
 
 __all__ = ["audio_report_markdown", "token_features"]
 
@@ -100,8 +103,14 @@ def _feature_task(task: _Task) -> dict[str, Any]:
     cache_dir = Path(task.cache_dir)
     npz, meta_path = cache_dir / f"{stem}.npz", cache_dir / f"{stem}.json"
     count = len(task.words)
+    # The regime joins the key: the mel filterbank product (an OpenBLAS sgemm) and log10 give other bits under
+    # other kernels (docs/method.md, "Same bytes on every machine"). Pinned, it is the floor alone ("x86-64-v3"),
+    # the same key on every CPU of the floor; native, it names the CPU. The align stage's fingerprint leaves it
+    # out: pocketsphinx is C built once, without BLAS or a kernel chosen at run time, and the numpy around it
+    # (energy envelopes) gave the same alignments on CPUs of other generations, before the pin as after it.
+    regime = numeric_regime()
     fingerprint = sha256_json({**task.settings, "alignment": task.alignment_fingerprint,
-                               "parquet": sha256_file(Path(task.parquet))})
+                               "parquet": sha256_file(Path(task.parquet)), "numerics": regime})
     cached = read_json(meta_path)
     if cached is not None and cached.get("fingerprint") == fingerprint:
         if _cached_arrays(npz, count, task.width) is not None:
@@ -117,7 +126,7 @@ def _feature_task(task: _Task) -> dict[str, Any]:
         raise ValueError(f"the features have the wrong shape {arrays['values'].shape}")
     _save_npz(npz, arrays)
     stats = {key: value for key, value in result.stats.items() if key != "compute_seconds"}  # same bytes every run
-    write_json(meta_path, {"talk": task.talk, "fingerprint": fingerprint, "stats": stats})
+    write_json(meta_path, {"talk": task.talk, "fingerprint": fingerprint, "numerics": regime, "stats": stats})
     return {"status": "computed", "compute_seconds": float(result.stats.get("compute_seconds") or 0.0)}
 
 
@@ -185,7 +194,7 @@ def token_features(
 
     # 2. Compute what is not cached, in parallel.
     outcomes = run_tasks(_feature_task, tasks, names=[f"{task.split}/{task.talk}" for task in tasks],
-                         workers=workers, scheduler=scheduler, progress=progress, desc="features")
+                         workers=workers, scheduler=scheduler, progress=progress, desc="features", regime=regime_facts)
 
     # 3. Each split's arrays from the per-talk cache, in token order.
     report_splits: dict[str, Any] = {}

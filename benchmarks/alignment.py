@@ -37,9 +37,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from experiments.numerics import pin_numerics  # noqa: E402
+
+pin_numerics()  # the pipeline's numerics, before numpy or torch loads (experiments/numerics.py)
+
+import numpy as np  # noqa: E402
 
 from aligner import AlignConfig, WordTiming, align  # noqa: E402
 from aligner.audio import SAMPLE_RATE, load_audio  # noqa: E402

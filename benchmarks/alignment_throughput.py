@@ -24,6 +24,7 @@ but the disk; reading 452 h of 16 kHz audio, ~52 GB, is not modelled). The mater
 recordings (noise, music, applause, faster speech) align more slowly, so read the projection as a lower bound.
 
 Run it on an idle machine (``nice`` protects others, not the figures); the machine is described in the output.
+It runs under the stages' pinned numerics (experiments/numerics.py): the kernels the pipeline runs.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from experiments.numerics import pin_numerics  # noqa: E402
+
+pin_numerics()  # the pipeline's numerics, before numpy or torch loads (experiments/numerics.py)
 
 from executor.tasks import available_cores, run_tasks  # noqa: E402
 from audio.align_stage import align_talks  # noqa: E402

@@ -38,6 +38,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from experiments.numerics import pin_numerics  # noqa: E402
+
+pin_numerics()  # the pipeline's numerics, before numpy or torch loads (experiments/numerics.py)
+
 from benchmarks.punctuate_speed import WORDS_PER_LINE, benchmark_text
 
 REPO = Path(__file__).resolve().parents[1]

@@ -34,6 +34,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from experiments.numerics import pin_numerics  # noqa: E402
+
+pin_numerics()  # the pipeline's numerics, before numpy or torch loads (experiments/numerics.py)
+
 REPO = Path(__file__).resolve().parents[1]
 #: figure -> (comparison, bound): what a default model must do here
 TARGETS = {"words_per_s": (">=", 2000), "peak_rss_mb": ("<=", 1536), "start_vs_torch": ("<=", 2.5)}

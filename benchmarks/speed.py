@@ -9,7 +9,8 @@ sequence length from the active profile); punctuation speed runs the ``punctuate
 embed, windowed decoding, render) of each experiment's trained model directory on the Ref test text.
 Prints one line per figure; nothing is asserted (targets live here, not in timed tests). The figures of
 ``punctuate`` as a user runs it -- a fresh process per call: start-up against ``import torch``, words/s and peak
-memory on 200,000 words -- come from ``benchmarks/punctuate_speed.py``.
+memory on 200,000 words -- come from ``benchmarks/punctuate_speed.py``. It runs under the stages' pinned
+numerics (experiments/numerics.py): the kernels the pipeline and ``punctuate`` run.
 """
 
 from __future__ import annotations
@@ -20,13 +21,17 @@ import sys
 import time
 from pathlib import Path
 
-import torch
+from experiments.numerics import pin_numerics  # noqa: E402
 
-from corpus.iwslt import read_iwslt
-from corpus.labels import LABELS
-from experiments.params import experiment_config, load_params
-from inference.punctuator import Punctuator, render_text
-from models import build_model
+pin_numerics()  # the pipeline's numerics, before numpy or torch loads (experiments/numerics.py)
+
+import torch  # noqa: E402
+
+from corpus.iwslt import read_iwslt  # noqa: E402
+from corpus.labels import LABELS  # noqa: E402
+from experiments.params import experiment_config, load_params  # noqa: E402
+from inference.punctuator import Punctuator, render_text  # noqa: E402
+from models import build_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 #: What a fresh interpreter imports, timed: the layers every stage imports, and `punctuate` up to its model.

@@ -23,7 +23,8 @@ evaluation and in checkpointing; ``model_set`` / ``train_set``, the settings mea
 they resolved to (a line keeps its meaning when params' defaults change), and ``machine`` (CPU model, cores,
 AVX-512 or not: compare wall times of one machine only). Nothing is asserted: targets (an H100: the paper
 Transformer >= 60 steps/s and its 13,140-step schedule with dev evaluations in <= 5 min; every other paper
-experiment's schedule in <= 10 min) are read off these lines.
+experiment's schedule in <= 10 min) are read off these lines. It runs under the stages' pinned numerics
+(experiments/numerics.py): on a CPU, the kernels the pipeline trains with.
 """
 
 from __future__ import annotations
@@ -37,19 +38,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-from torch import nn
+from experiments.numerics import pin_numerics  # noqa: E402
 
-from benchmarks.machine import this_machine
-from corpus.labels import LABELS
-from embeddings.store import CACHE_FORMAT, EMBEDDER_DIR, MANIFEST, WORDS_FILE
-from experiments.params import experiment_config, load_params, merged
-from models import build_model
-from training import choose_device, train_model
-from training.batches import schedule_steps
-from training.config import TrainConfig, parse_setting
-from training.model_output import HISTORY_FILE, dev_evaluations
+pin_numerics()  # the pipeline's numerics, before numpy or torch loads (experiments/numerics.py)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from benchmarks.machine import this_machine  # noqa: E402
+from corpus.labels import LABELS  # noqa: E402
+from embeddings.store import CACHE_FORMAT, EMBEDDER_DIR, MANIFEST, WORDS_FILE  # noqa: E402
+from experiments.params import experiment_config, load_params, merged  # noqa: E402
+from models import build_model  # noqa: E402
+from training import choose_device, train_model  # noqa: E402
+from training.batches import schedule_steps  # noqa: E402
+from training.config import TrainConfig, parse_setting  # noqa: E402
+from training.model_output import HISTORY_FILE, dev_evaluations  # noqa: E402
 
 #: dense bf16 peak TFLOP/s by device name (substring, first match)
 PEAK_TFLOPS = (("H100 PCIe", 756.0), ("H100", 989.4), ("H200", 989.4), ("GH200", 989.4), ("A100", 312.0),

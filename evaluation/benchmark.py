@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+import torch
 from tqdm import tqdm
 
 from corpus.iwslt import read_iwslt, write_iwslt
@@ -79,6 +80,7 @@ def evaluate_model(
     splits: list[str],
     batch_size: int = 64,
     device: str = "cpu",
+    threads: int | None = None,
     features_dir: str | Path | None = None,
     segmented_splits: Iterable[str] = (),
 ) -> dict[str, Any]:
@@ -88,7 +90,9 @@ def evaluate_model(
     (:func:`sentence_spans`; each sentence's labels those it gets alone, the sentences' windows sharing the
     model's batches: :func:`label_segments`), recorded as ``<split>_segmented`` with their own predictions file.
 
-    ``device``: "cpu", "cuda", or "auto" (CUDA when available). ``features_dir``: the feature cache the model
+    ``device``: "cpu", "cuda", or "auto" (CUDA when available). ``threads``: torch's CPU threads, set for this
+    process (None: as they are); the labels are the same bytes whatever the count (tests/test_inference_threads.py),
+    the count is fixed so that the stage's record says what ran. ``features_dir``: the feature cache the model
     was trained on, read only by a model that needs per-token audio features.
 
     Returns ``{"model": model_dir, split: scores, ...}`` with scores as
@@ -96,6 +100,8 @@ def evaluate_model(
     """
     from figures.plots import plot_confusion_matrix  # matplotlib: only where a figure is drawn
 
+    if threads is not None:
+        torch.set_num_threads(threads)
     punctuator = Punctuator(model_dir, device=device, batch_size=batch_size, audio_features=True)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -30,20 +30,27 @@ the ground floor of the layers (docs/architecture.md), beside :mod:`corpus`, so 
 * ``progress``: a tqdm bar over the tasks, advanced as each one finishes (``unit`` names what a task is);
   ``on_outcome(index, outcome)``: called here, in this process, as each task finishes (in the order they
   finish), for a caller that keeps its own account (a bar over words, a log).
+* ``regime``: a module-level function that tells a process's numeric regime as plain values (the project's is
+  ``experiments.numerics.regime_facts``: the regime and the switches that choose the numeric kernels). In a
+  worker process each task calls it first and compares it with this process's: a worker in another regime (a
+  Dask worker started without the pinned environment) refuses the task with a :class:`RegimeMismatch` naming the
+  worker and each value that differs, before the task writes anything, so that outputs of two regimes never mix.
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
+import platform
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CONNECT_TIMEOUT_S", "Outcome", "SchedulerUnavailable", "available_cores", "describe_engine",
-           "resolve_workers", "run_tasks"]
+__all__ = ["CONNECT_TIMEOUT_S", "Outcome", "RegimeMismatch", "SchedulerUnavailable", "available_cores",
+           "describe_engine", "resolve_workers", "run_tasks"]
 
 #: How long to try reaching a Dask scheduler before giving up (seconds).
 CONNECT_TIMEOUT_S = 20.0
@@ -51,6 +58,11 @@ CONNECT_TIMEOUT_S = 20.0
 
 class SchedulerUnavailable(RuntimeError):
     """The Dask scheduler named could not be reached (the message names its address)."""
+
+
+class RegimeMismatch(RuntimeError):
+    """A worker computes in another numeric regime than the process that gave it the task (the message names the
+    worker and each value that differs): its outputs would not be the same bytes."""
 
 
 @dataclass(frozen=True)
@@ -136,12 +148,13 @@ def run_tasks(
     desc: str = "talks",
     unit: str = "talk",
     on_outcome: Callable[[int, Outcome], None] | None = None,
+    regime: Callable[[], Mapping[str, Any]] | None = None,
 ) -> list[Outcome]:
     """``function(task)`` for every task; one :class:`Outcome` per task, in the order of ``tasks``.
 
     ``function`` must be a module-level function and each task picklable (they travel to other processes);
-    ``names`` (default: the task's position) name the tasks in errors and in Dask's task keys; ``on_outcome``:
-    see the module docstring.
+    ``names`` (default: the task's position) name the tasks in errors and in Dask's task keys; ``on_outcome``
+    and ``regime`` (None: not checked): see the module docstring.
     """
     tasks = list(tasks)
     names = [str(name) for name in names] if names is not None else [str(index) for index in range(len(tasks))]
@@ -149,6 +162,8 @@ def run_tasks(
         raise ValueError(f"{len(names)} names for {len(tasks)} tasks")
     if not tasks:
         return []
+    if regime is not None and (scheduler or min(resolve_workers(workers), len(tasks)) > 1):
+        function = functools.partial(_in_regime, function, regime, dict(regime()))  # this process's, to each worker
     if scheduler:
         return _run_dask(function, tasks, names, scheduler, _Account(len(tasks), progress, desc, unit, on_outcome),
                          desc)
@@ -160,6 +175,32 @@ def run_tasks(
         return _run_processes(function, tasks, names, count, account)
     finally:
         account.close()
+
+
+def _in_regime(function: Callable[[Any], Any], regime: Callable[[], Mapping[str, Any]], expected: dict[str, Any],
+               task: Any) -> Any:
+    """``function(task)`` in a worker whose ``regime()`` is ``expected`` (the client's); else a :class:`RegimeMismatch`
+    before the task runs."""
+    found = dict(regime())
+    differing = [key for key in sorted(set(found) | set(expected)) if found.get(key) != expected.get(key)]
+    if differing:
+        raise RegimeMismatch(f"{_worker_name()} computes in another numeric regime than the client: " + "; ".join(
+            f"{key} is {found.get(key)!r} there, {expected.get(key)!r} here" for key in differing) +
+            " -- start the worker with the client's environment")
+    return function(task)
+
+
+def _worker_name() -> str:
+    """This worker process, as an error names it: a Dask worker's address, else the machine and process id."""
+    if "distributed" in sys.modules:  # a Dask worker has it loaded
+        try:
+            from distributed import get_worker
+
+            worker = get_worker()
+            return f"Dask worker {worker.address}" + (f" ({worker.name})" if str(worker.name) != worker.address else "")
+        except (ImportError, ValueError):  # not in a Dask worker after all
+            pass
+    return f"worker process {os.getpid()} on {platform.node()}"
 
 
 def _run_here(function, tasks, names, account: _Account) -> list[Outcome]:  # noqa: ANN001

@@ -47,21 +47,30 @@ The model reads each word in the benchmark's tokenisation (won't -> "wo n't", lo
 a word's last token is the mark after the word. Words the model has no tokens for (emoji, symbols,
 (stage notes)) are written back unchanged and get no mark. --format iwslt writes one 'word<TAB>LABEL' line
 per word, the word as you gave it (won't stays one word). Details: corpus/user_text.py.
+
+Where it runs: on the CPU (--device cuda or auto asks for a GPU), on --threads torch threads (default 2), under
+the evaluate stage's numeric environment (experiments/numerics.py), so that its labels are the ones the stage
+scored, on any x86-64 CPU and whatever the thread count (tests/test_inference_threads.py).
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-import tempfile
-from pathlib import Path
+# The evaluate stage's numerics first (experiments.numerics), before anything can load numpy or torch: the labels
+# are then the ones it scored on any CPU (in a program that loaded them already, the program's numerics stay).
+from experiments.numerics import numeric_facts, pin_numerics
+
+pin_numerics()
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 # Only light modules at import time: `punctuate --help` must not load torch; the model code is imported
 # once the arguments, the input and the output folder have been checked.
-from corpus.io import atomic_write_text
-from experiments.numerics import pin_numerics
-from inference.outputs import FORMATS, format_punctuated
+from corpus.io import atomic_write_text  # noqa: E402
+from inference.outputs import FORMATS, format_punctuated  # noqa: E402
 
 
 class InputError(Exception):
@@ -210,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="do not capitalise sentence starts and 'i' (text format); every word keeps its case")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (CUDA when there is a GPU; "
                                                         "default: cpu)")
+    parser.add_argument("--threads", type=int, default=THREADS,
+                        help=f"torch's CPU threads (default {THREADS}; the labels are the same whatever the count)")
     corpus = parser.add_argument_group("a corpus (several inputs or a folder)")
     corpus.add_argument("--workers", type=int, default=None,
                         help="local worker processes, each loading the model once (default: 1, this process)")
@@ -227,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: torch's CPU threads by default: the evaluate stage's (params.yaml evaluate.threads), fixed whatever the machine
+THREADS = 2
+
 #: Words a task holds by default: enough texts to fill the model's batches, few enough to lose little when stopped.
 TASK_WORDS = 10_000
 
@@ -238,11 +252,10 @@ def _is_corpus(args: argparse.Namespace) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # the evaluate stage's numerics (experiments.numerics), so that the labels are the ones it scored on any CPU;
-    # before torch loads (in a program that loaded it already, the program's own numerics stay)
-    pin_numerics()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error("--threads must be at least 1")
     if _is_corpus(args):
         return corpus_main(parser, args)
     if args.timings_format and not args.alignment:
@@ -275,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     from inference.device import DeviceUnavailable  # torch and the model code: only now
     from inference.punctuator import Punctuator
 
+    _set_threads(args.threads)
     try:
         punctuator = Punctuator(model, device=args.device)
     except (DeviceUnavailable, FileNotFoundError, ValueError) as error:
@@ -312,6 +326,7 @@ def corpus_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
     from executor import SchedulerUnavailable
     from inference.batch import ModelUnavailable, punctuate_batch
 
+    _set_threads(args.threads)  # this process's; local worker processes share the cores (inference/batch.py)
     try:
         model = Path(args.model) if args.model else default_model(args.params, args.timings_dir is not None)
         report = punctuate_batch(args.input, args.output, model=model, output_format=args.format,
@@ -328,8 +343,15 @@ def corpus_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
     if args.report:
         import json
 
-        atomic_write_text(args.report, json.dumps(report.to_dict(), indent=1, ensure_ascii=False) + "\n")
+        content = {**report.to_dict(), "threads": args.threads, "numerics": numeric_facts()}
+        atomic_write_text(args.report, json.dumps(content, indent=1, ensure_ascii=False) + "\n")
     return report.exit_status()
+
+
+def _set_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def _read_alignment(path: str, timings_format: str | None, transcript: str | None):

@@ -26,24 +26,30 @@ of its own.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import shutil
-import subprocess
-import sys
-import time
-from pathlib import Path
+# The pipeline's numerics first, before any import below loads numpy or torch (embeddings.store does): the runs
+# then train as the stages do, and those launched inherit the pinned environment (experiments/numerics.py).
+from experiments.numerics import pin_numerics
 
-from corpus.io import atomic_write_text
-from embeddings.store import MANIFEST
-from experiments.params import load_params
-from pipeline import evaluate as evaluate_stage
-from pipeline import train as train_stage
-from pipeline.stage import StageRecord, option, read_json, setup_logging, write_json
-from paper_runs import lease as gpu_lease, plan as gpu_plan, processes as gpu_runs, rates as gpu_rates
-from paper_runs.kit import KIT_FILE, KitError, KitSources, pack_kit
-from paper_runs.records import (
+pin_numerics()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from corpus.io import atomic_write_text  # noqa: E402
+from embeddings.store import MANIFEST  # noqa: E402
+from experiments.params import load_params  # noqa: E402
+from pipeline import evaluate as evaluate_stage  # noqa: E402
+from pipeline import train as train_stage  # noqa: E402
+from pipeline.stage import StageRecord, option, read_json, setup_logging, write_json  # noqa: E402
+from paper_runs import lease as gpu_lease, plan as gpu_plan, processes as gpu_runs, rates as gpu_rates  # noqa: E402
+from paper_runs.kit import KIT_FILE, KitError, KitSources, pack_kit  # noqa: E402
+from paper_runs.records import (  # noqa: E402
     PAPER_RUNS,
     complete,
     coverage_summary,
@@ -55,7 +61,7 @@ from paper_runs.records import (
     record_path,
     small_profile_scores,
 )
-from reporting.results import load_published
+from reporting.results import load_published  # noqa: E402
 
 PROFILE = "paper"
 TARBALL = "paper_results.tar.gz"
@@ -96,12 +102,14 @@ def run(args: argparse.Namespace) -> int:
         return status
     train_metrics = folder / "train" / f"{spec.experiment}.json"
     train_facts = StageRecord.facts_of(train_metrics)  # before the evaluation, which starts a record of its own
-    status = evaluate_stage.main(["--stage", *common, "--prepared", args.prepared, "--metrics", str(folder / "eval")])
+    trained = read_json(folder / spec.experiment / "model" / "config.json")  # the settings it was trained with
+    # scored where it trained: the paper profile's GPU (train.device: cuda), not evaluate.device (the CPU)
+    status = evaluate_stage.main(["--stage", *common, "--prepared", args.prepared, "--metrics", str(folder / "eval"),
+                                  "--device", str(trained["train"]["device"])])
     if status != 0:
         return status
 
     params = load_params(args.params, profile=PROFILE)
-    trained = read_json(folder / spec.experiment / "model" / "config.json")  # the settings it was trained with
     record = paper_record(
         name, scores=read_json(folder / "eval" / f"{spec.experiment}.json"),
         # the record is provenance, not a DVC output: it keeps the wall times the metrics file leaves out
@@ -366,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         option(sub, "--feature-sets", "data/feature_sets", "parent of the other inputs' caches")
         option(sub, "--prepared", "data/prepared", "prepared splits")
         option(sub, "--runs", runs, "parent of each run's checkpoints and model")
-        sub.add_argument("--device", help="override train.device (default: auto)")
+        sub.add_argument("--device", help="override train.device of the paper profile (cuda; the run is scored on "
+                         "the device it trained on)")
         sub.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                          help="override a train setting of the run (repeatable)")
 

@@ -2,11 +2,12 @@
 
 A record is ``metrics/paper/NAME.json``: ``ref`` and ``asr`` as the evaluate stage writes them
 (:func:`evaluation.benchmark.evaluate_model`) and ``run``, the provenance: steps completed and scheduled,
-device, wall time, step rate, git commit, hashes of the settings and of the feature cache, and the settings
-themselves. Beside it, ``NAME.history.csv`` is the run's learning curve. :func:`paper_markdown` renders the
-records beside the published figures (``reporting/published.yaml``) and beside the small-profile CPU figures
-(``metrics/eval/EXPERIMENT.json``, ``metrics/eval_variants/NAME/EXPERIMENT.json``), Ref and ASR, overall and
-per class, with SER, and says plainly which records are missing.
+device, wall time, step rate, git commit, the numeric environment (:func:`experiments.numerics.numeric_facts`),
+hashes of the settings and of the feature cache, and the settings themselves. Beside it, ``NAME.history.csv`` is
+the run's learning curve. :func:`paper_markdown` renders the records beside the published figures
+(``reporting/published.yaml``) and beside the small-profile CPU figures (``metrics/eval/EXPERIMENT.json``,
+``metrics/eval_variants/NAME/EXPERIMENT.json``), Ref and ASR, overall and per class, with SER, and says plainly
+which records are missing.
 
 ``python -m paper_runs run NAME`` makes one; the GPU kit (``pack`` here, ``launch``/``collect`` there, ``import``
 here: paper_runs/README.md) makes them on borrowed GPU machines, lease by lease.
@@ -26,6 +27,7 @@ import yaml
 
 from corpus.labels import PUNCTUATION_CLASSES
 from embeddings.sources import file_sha256
+from experiments.numerics import numeric_facts
 from experiments.params import experiment_config
 from reporting.results import SPLIT_NAMES, published_figures
 
@@ -186,6 +188,8 @@ def paper_record(name: str, *, scores: dict[str, Any], train_metrics: dict[str, 
         # graph (the whole step replayed as one CUDA graph) or eager, and why (the trainer's; absent: not recorded)
         "step_mode": train_metrics.get("step_mode"), "step_mode_reason": train_metrics.get("step_mode_reason"),
         "git": git_commit(repo), "software": software_versions(),
+        # the numeric environment it ran under: the floor and switches, the CPU, OpenBLAS's and torch's kernels
+        "numerics": numeric_facts(),
         "params_sha256": settings_sha256(model_config, train_config, window, stride),
         "features_sha256": file_sha256(Path(features_dir) / "manifest.json"),
         "model": model_config, "train": train_config,

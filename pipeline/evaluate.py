@@ -18,6 +18,11 @@ predictions and confusion matrices to ``artifacts/NAME/predictions`` and the sco
 they belong to, to ``metrics/eval/NAME.json`` (the ``report`` stage puts all experiments side by side). The
 experiments of ``evaluate.segmented_experiments`` are also scored with the input cut at the gold sentence ends
 (``evaluate.segmented_splits``, recorded as ``<split>_segmented``).
+
+Where it decodes: ``evaluate.device`` (``cpu`` in params.yaml: a GPU that happens to be visible does not change
+the stage's outputs; ``--device`` asks for another, as the paper runs ask for theirs), on ``evaluate.threads``
+torch threads (the labels are the same bytes on 1, 2 or 8: tests/test_inference_threads.py). Both go to the
+stage's record in ``logs/timings/`` with the numeric environment.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Sequence
+
+import torch
 
 from corpus.iwslt import IwsltFormatError
 from inference.device import DeviceUnavailable
@@ -53,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     option(stage, "--prepared", "data/prepared", "prepared splits")
     option(stage, "--artifacts", "artifacts", "parent of NAME/model and NAME/predictions")
     option(stage, "--metrics", "metrics/eval", "folder of NAME.json")
+    stage.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: evaluate.device of the params)")
     return parser
 
 
@@ -80,16 +88,19 @@ def stage_command(args: argparse.Namespace) -> int:
     StageRecord.begin("pipeline.evaluate")  # its wall time in logs/timings/ like every other stage's
     settings = load_params(args.params)["evaluate"]
     experiment_dir = Path(args.artifacts) / args.experiment
+    device = args.device or str(settings["device"])
+    threads = settings.get("threads")  # a params file without it: torch's count as it is (recorded all the same)
     try:
         results = evaluate_model(
             experiment_dir / "model", args.prepared, experiment_dir / "predictions",
             splits=list(settings["test_splits"]), batch_size=int(settings["batch_size"]),
-            device=str(settings["device"]), features_dir=args.features,
+            device=device, threads=None if threads is None else int(threads), features_dir=args.features,
             segmented_splits=(list(settings.get("segmented_splits") or [])
                               if args.experiment in (settings.get("segmented_experiments") or []) else []),
         )
     except (DeviceUnavailable, FileNotFoundError, ValueError) as error:
         return _error(str(error))
+    StageRecord.add({"device": device, "torch_threads": torch.get_num_threads()})
     write_metrics(Path(args.metrics) / f"{args.experiment}.json", results, echo=True)
     return EXIT_OK
 

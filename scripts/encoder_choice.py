@@ -35,6 +35,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from experiments.numerics import pin_numerics  # noqa: E402
+
+pin_numerics()  # the pipeline's numerics, before numpy or torch loads (experiments/numerics.py)
+
 from corpus.io import atomic_write_text  # noqa: E402
 from experiments.params import experiment_config, load_params, merged  # noqa: E402
 

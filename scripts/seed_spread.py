@@ -31,6 +31,13 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+# The experiments run as DVC stages, which pin their own numerics; pinned here too, as every entry point is.
+from experiments.numerics import pin_numerics  # noqa: E402
+
+pin_numerics()  # the pipeline's numerics, before numpy or torch loads (experiments/numerics.py)
+
 #: The chains `punctuate` offers (evaluate_real's model names): (text model, speech model, its control, title)
 CHAINS = (("text_model", "audio_model", "audio_control", "MiniLM encoder"),
           ("blstm_text", "blstm_audio", "blstm_control", "BLSTM over GloVe"))

@@ -183,3 +183,37 @@ def test_bad_audio_gives_clear_errors_and_batches_carry_on(tmp_path):
     assert np.array_equal(values[0:3], values[9:12])
     store = RaggedFrames.load(tmp_path / "out" / "ref")
     assert len(store) == 12 and np.all(np.diff(store.offsets)[3:9] == 0)
+
+
+def test_the_talk_cache_is_keyed_by_the_numeric_regime(tmp_path, monkeypatch):
+    """The features stage keeps a talk's arrays under a fingerprint that holds the numeric regime: a rerun in
+    another regime computes the talk again (its bits may differ) instead of mixing it with talks of this one;
+    pinned, the key is the floor alone, the same on every CPU of it."""
+    import dataclasses
+    import json
+
+    from audio import features_stage
+    from audio.features import FeatureConfig
+    from corpus.timings import write_alignment_table
+    from experiments import numerics
+
+    path, timings = _talk(tmp_path)
+    parquet = write_alignment_table(timings, "talk", tmp_path / "talk.parquet")
+    config = FeatureConfig()
+    task = features_stage._Task("ref", "talk", str(path), str(parquet), "alignment-fingerprint",
+                                tuple(t.word for t in timings), str(tmp_path / "talks"),
+                                {"config": dataclasses.asdict(config)}, config, len(FEATURE_NAMES))
+    (tmp_path / "talks").mkdir()
+    meta = tmp_path / "talks" / "talk.json"
+    assert features_stage._feature_task(task)["status"] == "computed"
+    here = numerics.numeric_regime()
+    assert json.loads(meta.read_text())["numerics"] == here
+    assert features_stage._feature_task(task)["status"] == "cached"
+    if here == numerics.FLOOR:  # pinned: another CPU of the floor finds the same key
+        monkeypatch.setattr(numerics, "cpu_model", lambda: "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz")
+        assert features_stage._feature_task(task)["status"] == "cached"
+    monkeypatch.setattr(features_stage, "numeric_regime", lambda: "native:PUNCTUATION_NATIVE_NUMERICS is set; a CPU")
+    assert features_stage._feature_task(task)["status"] == "computed"
+    assert json.loads(meta.read_text())["numerics"] == "native:PUNCTUATION_NATIVE_NUMERICS is set; a CPU"
+    monkeypatch.undo()
+    assert features_stage._feature_task(task)["status"] == "computed"  # back in this regime: computed again

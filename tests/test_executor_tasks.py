@@ -8,6 +8,7 @@ import os
 import pytest
 
 from executor.tasks import Outcome, available_cores, describe_engine, resolve_workers, run_tasks
+from experiments.numerics import regime_facts
 from tests.fixture_dask import local_cluster
 
 
@@ -88,3 +89,55 @@ def test_the_caller_hears_of_each_task_as_it_finishes(engine, request):
     assert sorted(heard) == [(index, outcome.ok) for index, outcome in enumerate(outcomes)]
     if engine == "here":
         assert [index for index, _ in heard] == list(range(6))  # in order, here
+
+
+# ----------------------------------------------------------------------------- numeric regime
+
+
+def set_environment(key: str, value: str | None) -> None:
+    """Run in a Dask worker: set (or, for None, remove) one variable of its environment."""
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
+
+
+def client_or_other() -> dict[str, str]:
+    """A regime that tells the test's own process (its pid in TEST_CLIENT_PID) from every other one."""
+    return {"regime": "client" if os.environ.get("TEST_CLIENT_PID") == str(os.getpid()) else "other"}
+
+
+def test_workers_in_the_clients_regime_run_every_task(scheduler):
+    for options in ({"workers": 2}, {"scheduler": scheduler}):
+        check(run_tasks(square_or_fail, range(6), names=NAMES, regime=regime_facts, **options))
+
+
+def test_a_dask_worker_in_another_regime_refuses_its_tasks_naming_itself_and_the_switch(scheduler):
+    """A worker started without the pinned environment (here: told OpenBLAS's SkylakeX kernels after it started)
+    runs none of its tasks: each is an error naming the worker and the switch, and nothing of two regimes mixes."""
+    from dask.distributed import Client
+
+    here = os.environ.get("OPENBLAS_CORETYPE")
+    with Client(scheduler, set_as_default=False) as client:
+        workers = sorted(client.scheduler_info()["workers"])
+        client.run(set_environment, "OPENBLAS_CORETYPE", "SkylakeX")
+        try:
+            outcomes = run_tasks(square_or_fail, range(6), names=NAMES, scheduler=scheduler, regime=regime_facts)
+        finally:
+            client.run(set_environment, "OPENBLAS_CORETYPE", here)
+    assert not any(outcome.ok for outcome in outcomes)
+    for outcome in outcomes:
+        assert outcome.error.startswith("RegimeMismatch: Dask worker "), outcome.error
+        assert any(f"Dask worker {worker}" in outcome.error for worker in workers), outcome.error
+        assert f"OPENBLAS_CORETYPE is 'SkylakeX' there, {here!r} here" in outcome.error
+        assert "regime is " in outcome.error  # the pinned floor here, 'native:...' there
+    assert run_tasks(square_or_fail, [2], scheduler=scheduler, regime=regime_facts)[0].value[0] == 4  # restored
+
+
+def test_a_local_worker_in_another_regime_refuses_its_tasks(monkeypatch):
+    monkeypatch.setenv("TEST_CLIENT_PID", str(os.getpid()))
+    outcomes = run_tasks(square_or_fail, range(4), workers=2, regime=client_or_other)
+    assert [outcome.ok for outcome in outcomes] == [False] * 4
+    assert all(outcome.error.startswith("RegimeMismatch: worker process ") and
+               "regime is 'other' there, 'client' here" in outcome.error for outcome in outcomes)
+    assert run_tasks(square_or_fail, range(2), workers=1, regime=client_or_other)[1].value[0] == 1  # here: itself

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,9 @@ def test_too_late_in_a_process_that_loaded_numpy():
     import numpy  # noqa: F401  (loaded: the kernels are chosen)
 
     before = dict(os.environ)
-    assert numerics.pin_numerics() == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the pinned environment is in force here (tests/conftest.py): no warning
+        assert numerics.pin_numerics() == {}
     assert dict(os.environ) == before
 
 
@@ -77,6 +80,107 @@ def test_a_stage_command_runs_pinned_and_records_it(tmp_path):
     assert facts["environment"] == numerics.PINNED_ENVIRONMENT
     assert facts["torch_cpu_capability"] == "AVX2"
     assert any("Haswell" in blas for blas in facts.get("blas", []))
+
+
+# ------------------------------------------------------------------------------------------ too late; the regime
+
+
+def _shell_without_the_pin() -> dict[str, str]:
+    """This process's environment less every switch: a shell that pinned nothing."""
+    return {key: value for key, value in os.environ.items()
+            if key not in numerics.pinned_environment() and key != numerics.NATIVE_SWITCH}
+
+
+def test_a_pin_after_numpy_warns_naming_it_unless_the_pinned_environment_was_inherited():
+    if numerics.why_not_pinned({}) is not None:
+        pytest.skip(numerics.why_not_pinned({}))
+    code = "import numpy\nfrom experiments.numerics import pin_numerics\nprint(pin_numerics())"
+    late = subprocess.run([sys.executable, "-c", code], env=_shell_without_the_pin(), cwd=REPO_ROOT,
+                          capture_output=True, text=True, check=True)
+    assert late.stdout.strip() == "{}"
+    assert "RuntimeWarning: pin_numerics() comes too late: numpy already loaded" in late.stderr
+    inherited = subprocess.run([sys.executable, "-c", code], env={**_shell_without_the_pin(),
+                               **numerics.pinned_environment()}, cwd=REPO_ROOT, capture_output=True, text=True,
+                               check=True)
+    assert inherited.stdout.strip() == "{}" and "too late" not in inherited.stderr  # numpy loaded under the pin
+
+
+def test_the_regime_is_the_floor_on_every_cpu_of_it_and_names_the_cpu_otherwise(monkeypatch):
+    """The features' cache key holds the regime: pinned, the same on any CPU of the floor; native, the CPU's."""
+    if numerics.why_not_pinned({}) is not None:
+        pytest.skip(numerics.why_not_pinned({}))
+    pinned = dict(numerics.pinned_environment())
+    floor = numerics.AARCH64_FLOOR if numerics.is_aarch64() else numerics.FLOOR
+    for model in ("AMD EPYC 9R14 96-Core Processor", "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"):
+        monkeypatch.setattr(numerics, "cpu_model", lambda model=model: model)
+        assert numerics.numeric_regime(pinned) == floor
+    native = numerics.numeric_regime({**pinned, numerics.NATIVE_SWITCH: "1"})
+    assert native.startswith("native:PUNCTUATION_NATIVE_NUMERICS is set; Intel(R) Xeon(R) Platinum 8375C")
+    assert numerics.numeric_regime({"OPENBLAS_CORETYPE": "SkylakeX"}) == \
+        "native:not pinned; Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz; OPENBLAS_CORETYPE=SkylakeX"
+    facts = numerics.regime_facts()  # this process's: the tests run pinned (tests/conftest.py)
+    assert facts == {"regime": floor, **pinned}
+
+
+# ------------------------------------------------------------------------------------------ aarch64
+
+#: /proc/cpuinfo of a Neoverse N1 (Graviton2) under Linux, one core of it
+NEOVERSE_N1_CPUINFO = """processor\t: 0
+BogoMIPS\t: 243.75
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs
+CPU implementer\t: 0x41
+CPU architecture: 8
+CPU variant\t: 0x3
+CPU part\t: 0xd0c
+"""
+
+
+@pytest.fixture
+def linux_arm(monkeypatch, tmp_path):
+    """This process seen as Linux on a Neoverse N1: its /proc/cpuinfo read from a file of the test."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(NEOVERSE_N1_CPUINFO)
+    real_open = open
+    monkeypatch.setattr(numerics, "open", lambda path, *a, **k: real_open(cpuinfo if path == "/proc/cpuinfo" else path,
+                                                                          *a, **k), raising=False)
+    monkeypatch.setattr(numerics.platform, "machine", lambda: "aarch64")
+    monkeypatch.setattr(numerics.sys, "platform", "linux")
+    monkeypatch.delenv(numerics.NATIVE_SWITCH, raising=False)
+    return cpuinfo
+
+
+def test_linux_on_aarch64_is_pinned_at_its_own_floor(linux_arm):
+    assert "asimd" in numerics.cpu_features() and "fp" in numerics.cpu_features()
+    assert numerics.why_not_pinned({}) is None
+    environ = {"OPENBLAS_CORETYPE": "NEOVERSEN1", "PATH": "/bin"}
+    assert numerics.pin_numerics(environ) == numerics.AARCH64_PINNED_ENVIRONMENT
+    assert environ["OPENBLAS_CORETYPE"] == "ARMV8" and environ["ATEN_CPU_CAPABILITY"] == "default"
+    assert environ["NPY_DISABLE_CPU_FEATURES"] == "ASIMDHP ASIMDDP ASIMDFHM SVE" and "MKL_CBWR" not in environ
+    facts = numerics.numeric_facts()
+    assert facts["floor"] == "armv8-a" != numerics.FLOOR and "unpinned" not in facts
+    assert set(facts["environment"]) == set(numerics.AARCH64_PINNED_ENVIRONMENT)
+
+
+def test_an_arm_cpu_off_the_floor_or_off_linux_is_not_pinned(linux_arm, monkeypatch):
+    linux_arm.write_text(NEOVERSE_N1_CPUINFO.replace("fp asimd ", "fp "))
+    assert "lacks asimd of the armv8-a floor" in numerics.why_not_pinned({})
+    assert numerics.pin_numerics({}) == {}
+    linux_arm.write_text(NEOVERSE_N1_CPUINFO)
+    assert "PUNCTUATION_NATIVE_NUMERICS" in numerics.why_not_pinned({numerics.NATIVE_SWITCH: "1"})
+    monkeypatch.setattr(numerics.platform, "machine", lambda: "arm64")
+    monkeypatch.setattr(numerics.sys, "platform", "darwin")  # Apple silicon: Accelerate has no kernel switch
+    assert "only Linux on aarch64 is pinned" in numerics.why_not_pinned({})
+    environ: dict[str, str] = {}
+    assert numerics.pin_numerics(environ) == {} and environ == {}
+    facts = numerics.numeric_facts()
+    assert facts["floor"] is None and "darwin" in facts["unpinned"]
+
+
+def test_x86_64_keeps_its_own_switches(monkeypatch):
+    monkeypatch.setattr(numerics.platform, "machine", lambda: "x86_64")
+    assert numerics.pinned_environment() is numerics.PINNED_ENVIRONMENT
+    monkeypatch.setattr(numerics.platform, "machine", lambda: "riscv64")
+    assert "neither an x86-64 nor an aarch64 CPU (riscv64)" in numerics.why_not_pinned({})
 
 
 # ------------------------------------------------------------------------------------------ two machines

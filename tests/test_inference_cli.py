@@ -236,3 +236,34 @@ def test_pretokenised_text_keeps_its_clitics_as_the_benchmark_tokens(model_dir):
 
     assert model_tokens(split_user_text("it 's we 're i 'm they 'll do n't it ’s")) == [
         "it", "'s", "we", "'re", "i", "'m", "they", "'ll", "do", "n't", "it", "'s"]
+
+
+# ----------------------------------------------------------------------------- where it runs
+
+
+def test_threads_are_fixed_and_recorded_with_the_numerics(model_dir, tmp_path, capsys):
+    """torch's threads are --threads (default 2), whatever the machine; a corpus's report records them and the
+    numeric environment."""
+    import json
+
+    import torch
+
+    from experiments.numerics import numeric_facts
+
+    assert cli.build_parser().parse_args([]).threads == cli.THREADS == 2
+    assert cli.build_parser().parse_args([]).device == "cpu"  # a GPU only when asked
+    with pytest.raises(SystemExit):
+        cli.main(["--threads", "0", "x.txt"])
+    assert "--threads must be at least 1" in capsys.readouterr().err
+    (tmp_path / "texts").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "texts" / f"{name}.txt").write_text("so we left then it rained\n", encoding="utf-8")
+    before = torch.get_num_threads()
+    try:
+        assert cli.main(["--model", str(model_dir), str(tmp_path / "texts"), "-o", str(tmp_path / "out"), "--quiet",
+                         "--threads", "3", "--report", str(tmp_path / "report.json")]) == 0
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert report["threads"] == 3 and report["numerics"] == numeric_facts()

@@ -85,13 +85,17 @@ def test_every_package_exists(package):
 
 #: A package a newcomer can take in at once, a module one can read through (docs/architecture.md)
 MAX_MODULES_PER_PACKAGE = 15
+#: pipeline/ holds one thin wrapper per DVC stage (and the stage_times command): it grows with the stages, each
+#: under 200 lines (test_every_stage_wrapper_is_thin), not with the library
+MAX_PIPELINE_MODULES = 20
 MAX_LINES_PER_LIBRARY_FILE = 500
 
 
 @pytest.mark.parametrize("package", LIBRARY)
 def test_each_package_is_small_enough_to_read(package):
     modules = [path for path in (ROOT / package).rglob("*.py") if path.name not in ("__init__.py", "__main__.py")]
-    assert len(modules) <= MAX_MODULES_PER_PACKAGE, f"{package}: {len(modules)} modules"
+    limit = MAX_PIPELINE_MODULES if package == "pipeline" else MAX_MODULES_PER_PACKAGE
+    assert len(modules) <= limit, f"{package}: {len(modules)} modules"
     too_long = {str(path.relative_to(ROOT)): lines for path in modules
                 if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES_PER_LIBRARY_FILE}
     assert too_long == {}

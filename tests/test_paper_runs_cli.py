@@ -12,8 +12,10 @@ import torch
 import yaml
 
 from embeddings.sources import file_sha256
+from experiments.numerics import numeric_facts
 from paper_runs import __main__ as paper
 from paper_runs.records import PAPER_RUNS, missing_records
+from pipeline.stage import StageRecord
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
 
 
@@ -21,9 +23,10 @@ from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
 def test_a_paper_run_is_recorded_with_its_provenance_and_rendered_beside_the_other_figures(tmp_path, capsys):
     features = write_feature_cache(tmp_path, talks=12, sentences_per_talk=14, train_tokens=1500)
     experiments = {"transformer": {"published": "yi_tao_2019/word", "model": TINY_MODEL, "train": {}}}
+    # a paper run is scored where it trained (here: train.device cpu), not on evaluate.device
     params = {"profile": "small", "experiments": ["transformer"],
               "evaluate": {"test_splits": ["ref", "asr"], "window": 30, "stride": 15, "batch_size": 16,
-                           "device": "cpu"},
+                           "device": "cuda:99"},
               "train": {**TINY_TRAIN, "epochs": 2}, "experiment_defs": experiments,
               "profiles": {name: {"data": {}, "train": {}, "experiments": {"transformer": {}}}
                            for name in ("small", "paper")}}
@@ -37,8 +40,10 @@ def test_a_paper_run_is_recorded_with_its_provenance_and_rendered_beside_the_oth
     assert paper.main([*run, "--slot-s", "0"]) == 3  # the slot is over at once: checkpointed, to be resumed
     assert not (records / "transformer_word.json").exists()
     assert paper.main([*run, "--slot-s", "600"]) == 0
+    assert StageRecord.facts["device"] == "cpu"  # the evaluation's (its stage record)
     record = json.loads((records / "transformer_word.json").read_text())
     info = record["run"]
+    assert info["numerics"]["environment"] == numeric_facts()["environment"]
     assert set(record) == {"ref", "asr", "run"} and "OVERALL" in record["ref"] and "SER" in record["asr"]
     assert info["steps_completed"] == info["steps_scheduled"] > 1 and info["full_schedule"]
     assert info["device"] == "cpu" and info["steps_per_s"] > 0 and info["wall_s"] >= info["train_s"] > 0

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from experiments.numerics import numeric_facts
 from experiments.params import load_params
 from paper_runs import plan as gpu_plan, rates as gpu_rates
 from paper_runs.records import PAPER_RUNS, READINGS, paper_record, readings_markdown, run_config
@@ -202,7 +203,7 @@ def test_the_thirteenth_run_is_the_literal_reading_and_the_report_sets_both_side
                                                                 "transformer_word_literal": record(0.9, 0.9, False)}))
 
 
-def test_a_record_carries_the_step_mode_and_why(tmp_path):
+def test_a_record_carries_the_step_mode_and_why_and_the_numerics(tmp_path):
     (tmp_path / "manifest.json").write_text("{}")
     scores = {"OVERALL": {"f1": 0.5}, "SER": 0.5}
     metrics = {"steps": 4, "steps_scheduled": 4, "train_seconds": 2.0, "device": "NVIDIA H100 80GB HBM3",
@@ -212,6 +213,7 @@ def test_a_record_carries_the_step_mode_and_why(tmp_path):
     run = made["run"]
     assert (run["step_mode"], run["step_mode_reason"], run["steps_per_s"]) == ("eager", "no CUDA", 2.0)
     assert run["device"] == "NVIDIA H100 80GB HBM3" and run["software"]["torch"] and run["full_schedule"]
+    assert run["numerics"] == numeric_facts()  # the floor, the switches, the CPU, OpenBLAS's and torch's kernels
     older = paper_record("conv", scores={"ref": scores, "asr": scores}, train_metrics={"steps": 1, "steps_scheduled": 2},
                          model_config={}, train_config={}, features_dir=tmp_path, window=100, stride=50,
                          profile="paper", published=None)["run"]

@@ -1,4 +1,4 @@
-"""``python -m pipeline.evaluate REFERENCE PREDICTION`` end to end (subprocess)."""
+"""``python -m pipeline.evaluate REFERENCE PREDICTION`` end to end (subprocess); stage mode's device and threads."""
 
 from __future__ import annotations
 
@@ -130,3 +130,56 @@ def test_the_benchmark_dev_set_scores_against_itself():
     assert result.returncode == 0, result.stderr
     scores = _check_scores(result.stdout)
     assert scores["OVERALL"]["f1"] == 1.0 and scores["SER"] == 0.0
+
+
+# ----------------------------------------------------------------------------- stage mode: device and threads
+
+
+@pytest.fixture(scope="module")
+def stage_inputs(tmp_path_factory):
+    """A tiny trained model under ARTIFACTS/tiny/model, its feature cache and prepared splits."""
+    from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_feature_cache
+    from training import train_model
+
+    root = tmp_path_factory.mktemp("evaluate_stage")
+    features = write_feature_cache(root, talks=8, sentences_per_talk=10, train_tokens=800)
+    train_model(features, root / "artifacts" / "tiny" / "model", root / "state", model_config=TINY_MODEL,
+                train_config={**TINY_TRAIN, "max_steps": 2, "eval_every_steps": 2, "dev_eval_tokens": 60},
+                window=30, stride=15)
+    return root
+
+
+def _stage(root: Path, tmp_path: Path, threads: int | None, *extra: str) -> int:
+    import yaml
+
+    from pipeline import evaluate
+
+    settings = {"test_splits": ["ref"], "window": 30, "stride": 15, "batch_size": 16, "device": "cpu",
+                **({} if threads is None else {"threads": threads})}
+    params = {"profile": "p", "evaluate": settings, "train": {}, "experiment_defs": {},
+              "profiles": {"p": {"data": {}, "train": {}, "experiments": {}}}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    return evaluate.main(["--stage", "--experiment", "tiny", "--params", str(tmp_path / "params.yaml"),
+                          "--features", str(root / "features"), "--prepared", str(root / "prepared"),
+                          "--artifacts", str(root / "artifacts"), "--metrics", str(tmp_path / "metrics"), *extra])
+
+
+@pytest.mark.slow  # ~15 s: two evaluations, with their confusion-matrix plots
+def test_the_stage_decodes_on_the_cpu_on_evaluate_threads_and_records_both(stage_inputs, tmp_path, capsys):
+    import torch
+
+    from pipeline.stage import StageRecord
+
+    before = torch.get_num_threads()
+    try:
+        assert _stage(stage_inputs, tmp_path, 2) == 0
+        assert (StageRecord.facts["device"], StageRecord.facts["torch_threads"]) == ("cpu", 2)
+        first = (stage_inputs / "artifacts" / "tiny" / "predictions" / "ref.tsv").read_bytes()
+        assert _stage(stage_inputs, tmp_path, 1) == 0 and StageRecord.facts["torch_threads"] == 1
+        assert (stage_inputs / "artifacts" / "tiny" / "predictions" / "ref.tsv").read_bytes() == first
+    finally:
+        torch.set_num_threads(before)
+    # --device asks for another device than evaluate.device (the paper runs ask for their GPU): this one is refused
+    capsys.readouterr()
+    assert _stage(stage_inputs, tmp_path, 1, "--device", "cuda:99") == 2
+    assert "device 'cuda:99' requested" in capsys.readouterr().err

@@ -19,13 +19,16 @@ COMMAND_LINES = {
     "draw": "--draw=None! --metrics=None --out=None --params=params.yaml",
     "embed": "--export-glove=None --feature-set=None --force --metrics=metrics/embedding_coverage.json "
              "--out=data/features --params=params.yaml --prepared=data/prepared",
-    "evaluate": "--artifacts=artifacts --experiment=None --features=data/features --metrics=metrics/eval "
-                "--params=params.yaml --prepared=data/prepared --stage [prediction] [reference]",
+    # --device (over evaluate.device, in stage mode) was added
+    "evaluate": "--artifacts=artifacts --device=None --experiment=None --features=data/features "
+                "--metrics=metrics/eval --params=params.yaml --prepared=data/prepared --stage [prediction] [reference]",
     "features": "--alignments=data/alignments --audio=data/audio --metrics=metrics/acoustic.json --out=data/acoustic "
                 "--params=params.yaml --prepared=data/prepared --quiet --report=reports/audio_report.md",
     "prepare": "--metrics=metrics/data.json --out=data/prepared --params=params.yaml --report=reports/data_report.md",
-    # --real-speech (the evaluate_real report whose table --readme copies into the README) was added
-    "report": "--artifacts+ --eval-metrics+ --experiments=* --features=data/features --figures=reports/figures "
+    # --real-speech (the evaluate_real report whose table --readme copies into the README) was added, then
+    # --earnings22 (evaluate_earnings22's report, the same for the README's Earnings-22 table)
+    "report": "--artifacts+ --earnings22=reports/earnings22_test.md --eval-metrics+ --experiments=* "
+              "--features=data/features --figures=reports/figures "
               "--metrics=metrics --no-analysis --out=reports/results.md --params=params.yaml --readme=None "
               "--real-speech=reports/real_speech.md --summary-only --summary=reports/summary.md --title=None "
               "--train-metrics+",
