@@ -21,7 +21,7 @@ LAYERS = (
     ("inference",),
     ("evaluation",),
     ("training",),
-    ("realspeech", "reporting"),
+    ("realspeech", "reporting", "comparisons"),  # comparisons: A/B runs of two param sets (trains, scores, decides)
     ("pipeline",),
     ("paper_runs",),  # the papers' runs on a lent GPU: packs, launches and records runs of the pipeline's stages
 )
