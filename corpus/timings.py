@@ -19,7 +19,24 @@ Word times as ASR systems write them (``punctuate --alignment`` / ``--timings-di
   WhisperX).
 
 Every reader raises :class:`TimingsFormatError` naming the file and 1-based line (the entry, for JSON): times
-that are not numbers, negative, an end before its start, or a word starting before the word before it.
+that are not numbers, negative, an end before its start, or times out of order.
+
+What is in order (every reader; the rows without a time are left out of the comparison):
+
+=============================================================  ===============================================
+the next timed word ...                                        read as
+=============================================================  ===============================================
+starts at or after the previous word's end                     a pause (0 s when the times touch)
+starts before the previous word's end, not before its start    an overlap, as recognisers and forced aligners
+                                                               write them: data, read as no pause
+starts before the previous word's start                        an error naming both rows and their times: the
+                                                               times go back by more than the previous word's
+                                                               whole span (rows out of order, or the times of
+                                                               another file)
+=============================================================  ===============================================
+
+A long gap (a speaker's turn cut out, hold music) is data, however long: the cues clip it
+(:mod:`embeddings.timing_features`).
 """
 
 from __future__ import annotations
@@ -51,6 +68,8 @@ __all__ = [
 ]
 
 NAN = float("nan")
+OVERLAP_RULE = ("a word may start before the word before it ends (an overlap, read as no pause), not before it "
+                "starts")
 TABLE_COLUMNS = ("talk", "token_index", "word", "start", "end", "aligned")
 WORD_TSV_HEADER = "word\tstart\tend"
 ENGINE_TSV_HEADER = "index\tword\tstart\tend\taligned\tsource"
@@ -120,6 +139,30 @@ def _number(value: object, where: str, what: str) -> float:
     return number
 
 
+@dataclass(frozen=True)
+class _Timed:
+    """The last timed row a reader has read: where it stands (``line 4``, ``[0]``), its word and times."""
+
+    where: str
+    word: str
+    start: float
+    end: float
+
+
+def _check_order(where: str, name: str, word: str, start: float, previous: _Timed | None) -> None:
+    """:class:`TimingsFormatError` when a word starts before the previous timed word started (module docstring:
+    an overlap is data, going back past the previous word's start is not); ``name`` is the row's own
+    ``line 5`` or ``[1]``."""
+    if previous is not None and start < previous.start:
+        raise TimingsFormatError(
+            f"{where}: times out of order: {name} ({word!r}) starts at {_seconds(start)} s, before {previous.where} "
+            f"({previous.word!r}, {_seconds(previous.start)} s to {_seconds(previous.end)} s) starts; {OVERLAP_RULE}")
+
+
+def _seconds(value: float) -> str:
+    return repr(round(value, 6))  # a CTM's start + duration: 0.3, not 0.30000000000000004
+
+
 def read_word_tsv(path: str | os.PathLike, data: bytes | None = None) -> list[WordTiming]:
     """Read a word TSV (see :func:`write_word_tsv`); CRLF or LF, the header optional. ``data``: the file's bytes
     when the caller has read them already.
@@ -127,12 +170,12 @@ def read_word_tsv(path: str | os.PathLike, data: bytes | None = None) -> list[Wo
     A row with both time cells filled is an aligned word; with both empty, a word without a time (NaN,
     ``aligned=False``). Raises :class:`TimingsFormatError` naming the file and line for a row without three
     cells, one time cell empty and the other not, a time that is not a non-negative number, an end before its
-    start, or a word that starts before the previous timed word started (times out of order).
+    start, or a word that starts before the previous timed word started (times out of order: module docstring).
     """
     path = Path(path)
     text = read_utf8(path, TimingsFormatError, data=data)
     timings: list[WordTiming] = []
-    last_start, last_line = -math.inf, 0
+    previous: _Timed | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         if number == 1 and line.strip().lower() == WORD_TSV_HEADER:
             continue
@@ -153,10 +196,8 @@ def read_word_tsv(path: str | os.PathLike, data: bytes | None = None) -> list[Wo
         end = _number(end_text, f"{path}:{number}", "end time")
         if end < start:
             raise TimingsFormatError(f"{path}:{number}: end {end} is before start {start}")
-        if start < last_start:
-            raise TimingsFormatError(
-                f"{path}:{number}: times out of order: starts at {start} s, before line {last_line} ({last_start} s)")
-        last_start, last_line = start, number
+        _check_order(f"{path}:{number}", f"line {number}", word, start, previous)
+        previous = _Timed(f"line {number}", word, start, end)
         timings.append(WordTiming(word, start, end, True))
     return timings
 
@@ -244,7 +285,7 @@ def read_ctm_utterance(path: str | os.PathLike, span: CtmUtterance, data: bytes 
 
     ``data``: the span's bytes when the caller has read them already. Raises :class:`TimingsFormatError`
     naming the file and line for a line of fewer than five fields, another utterance or channel, times that
-    are not non-negative numbers, or a word starting before the word before it."""
+    are not non-negative numbers, or a word starting before the word before it started (module docstring)."""
     path = Path(path)
     if data is None:
         with path.open("rb") as handle:
@@ -253,7 +294,7 @@ def read_ctm_utterance(path: str | os.PathLike, span: CtmUtterance, data: bytes 
     timings: list[WordTiming] = []
     lines: list[int] = []
     channel = None
-    last_start, last_line = -math.inf, 0
+    previous: _Timed | None = None
     for number, raw in enumerate(_ctm_lines(data), start=span.first_line):
         if not _is_ctm_content(raw):
             continue
@@ -275,10 +316,8 @@ def read_ctm_utterance(path: str | os.PathLike, span: CtmUtterance, data: bytes 
                                      f"{span.utterance!r}; give each channel its own utterance name")
         start = _number(fields[2], where, "start time")
         end = start + _number(fields[3], where, "duration")
-        if start < last_start:
-            raise TimingsFormatError(
-                f"{where}: times out of order: starts at {start} s, before line {last_line} ({last_start} s)")
-        last_start, last_line = start, number
+        _check_order(where, f"line {number}", fields[4], start, previous)
+        previous = _Timed(f"line {number}", fields[4], start, end)
         timings.append(WordTiming(fields[4], start, end, True))
         lines.append(number)
     return timings, lines
@@ -317,7 +356,7 @@ def read_word_json(path: str | os.PathLike, data: bytes | None = None) -> tuple[
         raise TimingsFormatError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
     timings: list[WordTiming] = []
     entries: list[str] = []
-    last_start, last_entry = -math.inf, ""
+    previous: _Timed | None = None
     for prefix, words in _json_word_lists(data, path):
         for index, item in enumerate(words):
             entry = f"{prefix}[{index}]"
@@ -338,10 +377,8 @@ def read_word_json(path: str | os.PathLike, data: bytes | None = None) -> tuple[
             end = _number(end, where, "end time")
             if end < start:
                 raise TimingsFormatError(f"{where}: end {end} is before start {start}")
-            if start < last_start:
-                raise TimingsFormatError(f"{where}: times out of order: starts at {start} s, before {last_entry} "
-                                         f"({last_start} s)")
-            last_start, last_entry = start, entry
+            _check_order(where, entry, word.strip(), start, previous)
+            previous = _Timed(entry, word.strip(), start, end)
             timings.append(WordTiming(word.strip(), start, end, True))
             entries.append(entry)
     return timings, entries

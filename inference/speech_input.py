@@ -7,34 +7,59 @@ without a time; any other extension reads as TSV), a NIST/Kaldi CTM (``utterance
 [confidence]``; of several utterances, the one named as the transcript, :func:`ctm_source`) or a recogniser's
 JSON word list (:func:`corpus.timings.read_word_json`); :class:`TimingsSource` says which, and
 :func:`read_timings` reads it. ``punctuate --audio talk.wav`` makes them with the aligner. Either way the rows
-must be the transcript's words in order, in one of two granularities, which may mix:
+must be the transcript's words in order. A row's word is read as the transcript's text would be (the same
+benchmark tokens: ``It's,`` and ``it's`` both read ``it 's``), and :func:`match_timings` pairs rows with words
+in these shapes, which may mix:
 
-* one row per **user word** (the transcript split at whitespace, as :mod:`corpus.user_text` splits it): the row
-  matches when it reads as the same benchmark tokens (``It's,`` and ``it's`` both read ``it 's``), as an ASR
-  system's or the real-speech talks' timings come;
-* one row per **benchmark token** of the word (``do`` / ``n't`` for ``don't``), as ``python -m aligner`` writes
-  them: the word spans from its first token's start to its last token's end.
+=====================================================  ===================================================
+rows                                                   the word's time
+=====================================================  ===================================================
+one row per **user word** (the transcript split at     the row's (an ASR system's timings, the real-speech
+whitespace, :mod:`corpus.user_text`)                   talks')
+one row per **benchmark token** (``do`` / ``n't`` for  from its first row's start to its last row's end
+``don't``, as ``python -m aligner`` writes them)
+a word's rows and the bare clitics after it (``we`` /  from its first row's start to its last row's end
+``'ve`` for ``we've``: read together, the word)
+one row for a word and the **bare clitics** after it   the row's, for each of them
+(the transcript's ``it 's``, the row ``it's``)
+a row with empty times, a JSON entry without times     none: the word's cues are missing
+=====================================================  ===================================================
 
-A word the model does not read (a stage note such as ``(Laughter)``, a symbol) may have a row or not. Anything
-else -- a row whose word is not the transcript's next word, rows left over, rows missing -- is a
-:class:`TimingsMismatchError` naming the timings file and line and the transcript's word and line; times that
-are not numbers, negative, or out of order are :class:`corpus.timings.TimingsFormatError` (file and line).
+A **bare clitic** (:data:`BARE_CLITICS`: ``'s 're 'm 'll 've 'd n't``, a word of its own, as a recogniser or
+text in the benchmark's tokenisation writes it) belongs to the word before it: for the cues the two are one
+spoken word, as ``cannibalization's`` would be (:func:`user_text_cues`).
+
+Rows that are not the transcript's words:
+
+* a word the model does not read (a stage note such as ``(Laughter)``, a symbol) may have a row or not;
+* a recogniser's **markup** (:func:`is_markup`: ``[noise]``, ``<sil>``, ``{breath}``, ``%hesitation``, ``sil``,
+  ``sp``) and a **filler** (:data:`FILLERS`: ``uh``, ``um``, ...) that the transcript does not have at that
+  point are skipped: their time counts as a pause, as in a forced alignment of a transcript that leaves
+  fillers out (the real TED talks the cues were fitted on);
+* anything else -- a recogniser's unknown word (``<unk>``) where the transcript has a word, another word, rows
+  left over, rows missing -- is a :class:`TimingsMismatchError` naming the timings file and line, the row's
+  word, the transcript's word and line, and what to do.
+
+Times that are not numbers, negative, or out of order (a word starting before the word before it started; an
+overlap is data) are :class:`corpus.timings.TimingsFormatError` (file and line).
 
 The cues (:mod:`embeddings.timing_features`): per spoken word the pause before the next spoken word and its
-relative duration, spread over the word's tokens.
+relative duration, spread over the word's tokens; a word without a time, and the word before it, have their
+cues missing (never a made-up 0 s pause); a long pause is clipped when the cues are encoded.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from corpus.text import tokenize_for_inference
 from corpus.timings import (
     WORD_TSV_HEADER,
     CtmUtterance,
@@ -45,15 +70,27 @@ from corpus.timings import (
     read_word_json,
     read_word_tsv,
 )
-from corpus.user_text import UserText
+from corpus.user_text import UserText, UserWord, model_tokens, split_user_text
 from embeddings.timing_features import token_raw, word_cues
 
-__all__ = ["TIMINGS_FORMATS", "TimingRows", "TimingsFormatError", "TimingsMismatchError", "TimingsSource",
-           "ctm_source", "match_timings", "read_timing_rows", "read_timings", "timing_raw", "timings_format",
-           "user_text_cues"]
+__all__ = ["BARE_CLITICS", "FILLERS", "TIMINGS_FORMATS", "TimingRows", "TimingsFormatError", "TimingsMismatchError",
+           "TimingsSource", "ctm_source", "is_bare_clitic", "is_markup", "match_timings", "read_timing_rows",
+           "read_timings", "text_tokens", "timing_raw", "timings_format", "user_text_cues"]
 
 #: The formats of word timings ``punctuate`` reads, and the file extension that tells each.
 TIMINGS_FORMATS = {"tsv": ".tsv", "ctm": ".ctm", "json": ".json"}
+#: Clitics that recognisers and text in the benchmark's tokenisation write as words of their own (``it 's``,
+#: ``do n't``); any apostrophe, any case. They belong to the word before them (module docstring).
+BARE_CLITICS = frozenset({"'s", "'re", "'m", "'ll", "'ve", "'d", "n't"})
+#: Hesitations a recogniser writes as words and a transcript may leave out (module docstring).
+FILLERS = frozenset({"uh", "um", "uhm", "er", "erm", "ah", "eh", "hm", "hmm", "mm", "mhm"})
+#: Recognisers' words for something that is not speech: Kaldi's and CMU Sphinx's silences (``sil``, ``sp``,
+#: ``!sil``); anything in angle, square or curly brackets or after ``%`` is markup too (:func:`is_markup`).
+_SILENCES = frozenset({"sil", "sp", "!sil"})
+_MARKUP = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|%\w[\w'-]*")
+#: Recognisers' marks of a word they heard but cannot spell: it stands for a word, never skipped.
+_UNKNOWN_WORDS = frozenset({"<unk>", "[unk]", "<unknown>", "[unknown]", "<oov>"})
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'"})
 
 
 class TimingsMismatchError(ValueError):
@@ -175,8 +212,31 @@ def read_timing_rows(path: str | os.PathLike, data: bytes | None = None) -> Timi
     return TimingRows(tuple(timings), str(path), tuple(lines))
 
 
-def _tokens(word: str) -> tuple[str, ...]:
-    return tuple(tokenize_for_inference(word.replace("\u02bc", "'")))
+@lru_cache(maxsize=65536)
+def text_tokens(text: str) -> tuple[str, ...]:
+    """The benchmark tokens ``text`` reads as in a transcript (:mod:`corpus.user_text`: a bare ``'s`` is the
+    token ``'s``, ``It's,`` is ``it 's``): what a timing row's word is compared by, so that a row and a
+    transcript word of the same text always match."""
+    return tuple(model_tokens(split_user_text(text)))
+
+
+def is_bare_clitic(word: str) -> bool:
+    """Whether ``word`` is a clitic written as a word of its own (:data:`BARE_CLITICS`)."""
+    return word.strip().translate(_APOSTROPHES).lower() in BARE_CLITICS
+
+
+def is_markup(word: str) -> bool:
+    """Whether a timing row's ``word`` is a recogniser's mark of something that is not speech (``[noise]``,
+    ``<sil>``, ``{breath}``, ``%hesitation``, ``sil``): a word in brackets or after ``%``, other than an unknown
+    word's mark (``<unk>``), which stands for a word."""
+    word = word.strip()
+    lowered = word.lower()
+    return lowered not in _UNKNOWN_WORDS and (lowered in _SILENCES or bool(_MARKUP.fullmatch(word)))
+
+
+def _skippable(word: str) -> bool:
+    """A row that may stand where the transcript has no word: no model tokens, markup or a filler."""
+    return not text_tokens(word) or is_markup(word) or word.strip().lower() in FILLERS
 
 
 def _times(timing: WordTiming) -> tuple[float, float]:
@@ -194,61 +254,162 @@ def _word_lines(user_text: UserText) -> list[int]:
     return lines
 
 
+def _span(pieces: Sequence[WordTiming]) -> tuple[float, float]:
+    """From the first row's start to the last row's end; no time when either has none."""
+    start, end = _times(pieces[0])[0], _times(pieces[-1])[1]
+    return (math.nan, math.nan) if math.isnan(start) or math.isnan(end) else (start, end)
+
+
+def _same(row_tokens: Sequence[str], word_tokens: Sequence[str]) -> bool:
+    """Whether a row's tokens are a word's; the period of ``mr.`` and ``dr.`` (the benchmark's only tokens with
+    one) may be missing on either side, as recognisers write ``Mr`` and transcripts ``Mr.``."""
+    return tuple(row_tokens) == tuple(word_tokens) or \
+        [token.replace(".", "") for token in row_tokens] == [token.replace(".", "") for token in word_tokens]
+
+
+def _holds_markup(text: str) -> bool:
+    return text.strip().lower() in _SILENCES or bool(_MARKUP.search(text))
+
+
+def _row_matches(row: WordTiming, word: UserWord) -> bool:
+    """Whether one row is the time of one transcript word: the same tokens and, for a row of markup, markup in
+    the transcript too (a transcript that kept the recogniser's ``[noise]``; a row ``[noise]`` is not the word
+    ``noise``)."""
+    return _same(text_tokens(row.word), word.tokens) and (not is_markup(row.word) or _holds_markup(word.text))
+
+
+def _rows_for_word(timings: Sequence[WordTiming], j: int, word: UserWord) -> int:
+    """How many rows from ``j`` make the transcript word ``word`` (0: none do): one row, one row per benchmark
+    token, or a row and the bare clitics after it written together (``we`` / ``'ve`` for ``we've``)."""
+    if _row_matches(timings[j], word):
+        return 1
+    count = len(word.tokens)
+    piece = timings[j:j + count]
+    if count > 1 and len(piece) == count and all(row.word.lower() == token or _same(text_tokens(row.word), (token,))
+                                                 for row, token in zip(piece, word.tokens)):
+        return count
+    if is_markup(timings[j].word):
+        return 0
+    end = j + 1
+    while end < len(timings) and is_bare_clitic(timings[end].word):
+        end += 1
+        if _same(text_tokens("".join(row.word.strip() for row in timings[j:end])), word.tokens):
+            return end - j
+    return 0
+
+
+def _words_for_row(words: Sequence[UserWord], i: int, row: WordTiming) -> int:
+    """How many transcript words from ``i`` one row is the time of, when it holds a word and the bare clitics
+    after it (the row ``it's`` for the transcript's ``it 's``); 0: it is not."""
+    end = i + 1
+    while end < len(words) and is_bare_clitic(words[end].text):
+        end += 1
+        if _same(text_tokens(row.word), text_tokens("".join(word.text for word in words[i:end]))):
+            return end - i
+    return 0
+
+
 def match_timings(user_text: UserText, rows: TimingRows, *, transcript: str = "the transcript"
                   ) -> tuple[np.ndarray, np.ndarray]:
     """``(starts, ends)``: the time span of every user word (NaN for a word without a time), from timing rows
-    of either granularity (module docstring); :class:`TimingsMismatchError` when the words differ."""
+    in the shapes of the module docstring; :class:`TimingsMismatchError` when the words differ, naming the
+    row's file and line and the transcript's word and line, and saying what to do."""
     words = user_text.words
     starts = np.full(len(words), np.nan)
     ends = np.full(len(words), np.nan)
     timings = rows.timings
     word_lines = _word_lines(user_text)
-    j = 0
 
     def describe(i: int) -> str:
         return f"the transcript's word {i + 1}, {words[i].text!r} ({transcript}:{word_lines[i]})"
 
-    for i, word in enumerate(words):
+    i = j = 0
+    while i < len(words):
+        word = words[i]
         if not word.tokens:  # not read by the model: a row for it is optional
-            if j < len(timings) and (timings[j].word == word.text or not _tokens(timings[j].word)):
+            if j < len(timings) and (timings[j].word == word.text or not text_tokens(timings[j].word)):
                 j += 1
+            i += 1
             continue
         if j >= len(timings):
             raise TimingsMismatchError(
                 f"{rows.source}: the timings end after {len(timings)} rows, but the transcript goes on with its "
-                f"word {i + 1}, {word.text!r} ({transcript}:{word_lines[i]})")
-        if _tokens(timings[j].word) == word.tokens:
-            starts[i], ends[i] = _times(timings[j])
+                f"word {i + 1}, {word.text!r} ({transcript}:{word_lines[i]}): add its rows (with empty times if "
+                "it has none)")
+        count = _rows_for_word(timings, j, word)
+        if count:
+            starts[i], ends[i] = _span(timings[j:j + count])
+            i, j = i + 1, j + count
+            continue
+        count = _words_for_row(words, i, timings[j])
+        if count:
+            starts[i:i + count], ends[i:i + count] = _times(timings[j])
+            i, j = i + count, j + 1
+            continue
+        if _skippable(timings[j].word):
             j += 1
             continue
-        count = len(word.tokens)
-        piece = timings[j:j + count]
-        if count > 1 and len(piece) == count and all(
-                row.word.lower() == token or _tokens(row.word) == (token,) for row, token in zip(piece, word.tokens)):
-            first, last = _times(piece[0]), _times(piece[-1])
-            starts[i], ends[i] = first[0], last[1]
-            if math.isnan(first[0]) or math.isnan(last[1]):
-                starts[i] = ends[i] = math.nan
-            j += count
-            continue
-        raise TimingsMismatchError(
-            f"{rows.where(j)}: the word {timings[j].word!r} does not match {describe(i)}; the timings must list "
-            f"the transcript's words in order")
-    # rows left over: words the model does not read may trail; anything else is a mismatch
-    while j < len(timings) and not _tokens(timings[j].word):
+        raise TimingsMismatchError(_mismatch(rows, j, words, i, describe(i)))
+    while j < len(timings) and _skippable(timings[j].word):  # rows left over: markup and the like may trail
         j += 1
     if j < len(timings):
         raise TimingsMismatchError(
             f"{rows.where(j)}: the word {timings[j].word!r} is beyond the transcript's last word "
-            f"({len(words)} words); the timings must list the transcript's words in order")
+            f"({len(words)} words); the timings must list the transcript's words in order: remove the rows from "
+            "here on, or give the transcript that goes with them")
     return starts, ends
 
 
+def _mismatch(rows: TimingRows, j: int, words: Sequence[UserWord], i: int, described: str) -> str:
+    """The message for row ``j`` that is not transcript word ``i``: what the row is, and what to do."""
+    row = rows.timings[j]
+    head = f"{rows.where(j)}: the word {row.word!r} does not match {described}"
+    if j + 1 < len(rows.timings) and _rows_for_word(rows.timings, j + 1, words[i]):
+        return (f"{head}; the next row is that word: the row's word is not in the transcript (remove the row, or "
+                "add the word to the transcript)")
+    if row.word.strip().lower() in _UNKNOWN_WORDS:
+        return (f"{head}; {row.word.strip()!r} is the recogniser's mark of a word it could not spell: write the "
+                f"transcript's word {words[i].text!r} in its place")
+    if i + 1 < len(words) and words[i + 1].tokens and _rows_for_word(rows.timings, j, words[i + 1]):
+        return (f"{head}; the row is the transcript's next word: the transcript's word has no row (add a row "
+                "for it, with empty times if it has none)")
+    return f"{head}; the timings must list the transcript's words in order"
+
+
+def _spoken_groups(user_text: UserText) -> list[list[int]]:
+    """The spoken user words (those with tokens) in groups: a word and the bare clitics after it (module
+    docstring) are one spoken word."""
+    groups: list[list[int]] = []
+    for index, word in enumerate(user_text.words):
+        if not word.tokens:
+            continue
+        if groups and is_bare_clitic(word.text):
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    return groups
+
+
 def user_text_cues(user_text: UserText, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Raw cues ``(W, 3)`` of the W user words the model reads (those with tokens), in order."""
-    spoken = [i for i, word in enumerate(user_text.words) if word.tokens]
-    letters = [len("".join(user_text.words[i].tokens)) for i in spoken]
-    return word_cues(np.asarray(starts)[spoken], np.asarray(ends)[spoken], letters)
+    """Raw cues ``(W, 3)`` of the W user words the model reads (those with tokens), in order.
+
+    A word and the bare clitics after it (``cannibalization 's``) are one spoken word, as ``cannibalization's``
+    would be: its cues (from the first word's start to the last word's end, the letters of all its tokens) go
+    to its last word, the words before it get pause 0, duration 0 and its missing flag, as the tokens of a word
+    before its last do (:func:`embeddings.timing_features.token_raw`)."""
+    words = user_text.words
+    groups = _spoken_groups(user_text)
+    starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
+    letters = [len("".join(text_tokens("".join(words[i].text for i in group)) if len(group) > 1
+                           else words[group[0]].tokens)) for group in groups]
+    cues = word_cues(starts[[group[0] for group in groups]], ends[[group[-1] for group in groups]], letters)
+    out = np.zeros((sum(len(group) for group in groups), 3), dtype=np.float64)
+    row = 0
+    for group, cue in zip(groups, cues):
+        out[row:row + len(group) - 1, 2] = cue[2]
+        out[row + len(group) - 1] = cue
+        row += len(group)
+    return out
 
 
 def timing_raw(user_text: UserText, starts: Sequence[float], ends: Sequence[float]) -> np.ndarray:

@@ -3,10 +3,12 @@
     python -m pipeline.draw --draw NAME [--params params.yaml] [--out data/draws/NAME]
                             [--metrics metrics/draws/NAME.json]
 
-``draws.NAME`` in the params file is the draw's training tokens; the rest is what the prepare and embed stages read
-(the ``data`` section with the active profile's overrides, ``embed.word_source``, ``embed.oov``,
+``draws.NAME`` in the params file is the draw's training tokens, or ``{tokens: N, extra_corpora: [...]}`` to append
+another corpus's text (:func:`trainset.draws.draw_spec`); the rest is what the prepare and embed stages read (the
+``data`` section with the active profile's overrides, ``embed.word_source``, ``embed.oov``,
 ``embed.vocab_min_count``). Writes ``OUT/prepared`` (as ``data/prepared``) and ``OUT/features`` (as
-``data/features``) through :func:`trainset.draws.draw_features`, and the draw's tokens and talks as metrics.
+``data/features``) through :func:`trainset.draws.make_draw`, and as metrics the draw's tokens and talks, the talks
+it left out and why, and the corpora appended (:func:`trainset.draws.draw_metrics`).
 An experiment reads it when ``experiments.EXPERIMENT.features`` names ``data/draws/NAME/features``.
 """
 
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 from embeddings.cache import read_manifest
 from experiments.params import require
 from pipeline.stage import stage_parser, start, write_metrics
-from trainset.draws import PREPARED_DIR, draw_features
+from trainset.draws import DrawSpecError, draw_metrics, draw_spec, make_draw
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,20 +32,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     draws = params.get("draws") or {}
     if args.draw not in draws:
         raise SystemExit(f"error: params' draws has no entry {args.draw!r} (has {sorted(draws)})")
-    tokens = draws[args.draw]
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
-        raise SystemExit(f"error: params' draws.{args.draw} is {tokens!r}: give the draw's training tokens, a positive "
-                         "whole number")
+    try:
+        spec = draw_spec(draws[args.draw], args.draw)
+    except DrawSpecError as error:
+        raise SystemExit(f"error: params' {error}") from None
     embed = require(params, "embed", "params")
-    out = args.out or f"data/draws/{args.draw}"
-    features = draw_features(require(params, "data", "params"), embed, tokens, out)
-    manifest = read_manifest(features)
-    lines = (features.parent / PREPARED_DIR / "train_talks.tsv").read_text(encoding="utf-8").splitlines()[1:]
-    metrics = {"train_tokens_asked": tokens, "talks": len(lines),
-               "tokens": {split: stats["tokens"] for split, stats in manifest["splits"].items()},
-               "vocab_size": manifest["vocab_size"]}
-    write_metrics(args.metrics or f"metrics/draws/{args.draw}.json", metrics, echo=True)
-    print(f"draw {args.draw}: {metrics['tokens']['train']:,} training tokens from {len(lines):,} talks -> {features}")
+    draw = make_draw(require(params, "data", "params"), embed, spec, args.out or f"data/draws/{args.draw}")
+    metrics = draw_metrics(draw, read_manifest(draw.features))
+    write_metrics(args.metrics or f"metrics/draws/{args.draw}.json", metrics)
+    appended = "".join(f" + {name} ({figures['tokens']:,} tokens of {figures['calls']} calls)"
+                       for name, figures in draw.extra.items())
+    print(f"draw {args.draw}: {metrics['tokens']['train']:,} training tokens from {metrics['talks']:,} talks{appended} "
+          f"-> {draw.features}")
+    print(f"  left out: {metrics['exclusions']['summary']}")
     return 0
 
 

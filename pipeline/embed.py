@@ -7,7 +7,8 @@ Reads ``embed.word_source``, ``embed.oov`` and ``embed.vocab_min_count`` from th
 ``train dev ref asr``, as the prepare stage writes them. An up-to-date cache is reused.
 With ``--feature-set NAME`` (DVC stage ``embed_set@NAME``) the entry ``embed.feature_sets.NAME`` chooses the
 inputs instead: its ``word_source`` (default ``embed.word_source``), ``speech_source`` (see
-``embeddings/speech_sources.py``) and ``combine`` (``sum`` or ``concat``).
+``embeddings/speech_sources.py``), ``combine`` (``sum`` or ``concat``) and ``prepared`` (other prepared splits than
+``--prepared``: the speech models' training set of ``data/pauses/mix``, for one).
 Writes the per-split coverage figures to the metrics file and prints them.
 
 A feature set that no run of ``variants`` or ``tunings`` uses is not built (it takes minutes and gigabytes): its
@@ -34,7 +35,7 @@ from pipeline.stage import stage_parser, start, write_metrics
 
 COVERAGE_FIELDS = ("tokens", "oov_tokens", "oov_types", "types", "coverage_tokens", "coverage_types", "unk_tokens",
                    "speech_tokens", "coverage_speech_tokens", "speech_types")
-FEATURE_SET_KEYS = {"word_source", "speech_source", "combine"}
+FEATURE_SET_KEYS = {"word_source", "speech_source", "combine", "prepared"}
 NOT_BUILT = "NOT_BUILT.txt"
 
 
@@ -62,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"expected {sorted(FEATURE_SET_KEYS)}")
         word_source = entry.get("word_source") or word_source
         speech_source, combine = entry.get("speech_source"), entry.get("combine", "sum")
+        args.prepared = entry.get("prepared") or args.prepared
         users = sorted(run for run, entry in runs_on_feature_sets(params).items()
                        if entry.get("features") == args.feature_set)
         if not users:

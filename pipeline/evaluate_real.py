@@ -15,6 +15,10 @@ figures -- the metrics file under ``metrics/eval`` or ``metrics/eval_variants`` 
 ``--model NAME=DIR`` replaces the models of the params file (scratch runs); ``--cross-fitted`` adds a model
 that scores each talk with a model whose pause model was fitted without that talk
 (``python -m pipeline.fit_pauses --talks OTHER``), as ``punctuate.cross_fitted`` (NAME -> {TALK: DIR}) does.
+
+``--earnings22 data/earnings22/calls/test`` (stage ``evaluate_earnings22``) scores the calls of a prepared
+Earnings-22 split instead (``text/CALL.txt``, ``timings/CALL.tsv``, ``ref/CALL.tsv``: stage ``prepare_earnings22``),
+with the MiniLM chain of ``punctuate`` (text model, speech model, its control): the test split, for reporting only.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from corpus.io import atomic_write_text
 from experiments.params import require
 from evaluation.benchmark import find_evaluation
 from pipeline.stage import option, read_json, stage_parser, start, write_metrics
+from realspeech.earnings22 import prepared_calls, read_prepared_call, timed_share
 from realspeech.evaluate import evaluate_real_speech, real_speech_markdown
 
 TEXT, AUDIO = "text_model", "audio_model"
@@ -44,6 +49,14 @@ SAME_ARCHITECTURE = {AUDIO: TEXT, "audio_control": TEXT, "word_speech2vec": "tra
                      "blstm_audio": "blstm_text", "blstm_control": "blstm_text"}
 #: speech model -> its label-free control (the same inputs with no punctuation cue in them)
 CONTROL_OF = {AUDIO: "audio_control", "blstm_audio": "blstm_control"}
+EARNINGS22_TITLE = "Earnings-22 {split}: real earnings calls with and without their word times"
+EARNINGS22_INTRO = (
+    "The {calls} calls of Earnings-22's {split} split ({words:,} words, {timed:.0f} % with a time; Rev.com, Del Rio "
+    "et al. 2022, CC BY-SA 4.0){kept}. Each model labels `text/CALL.txt` "
+    "exactly as `punctuate` does: from the text alone, and -- for a model that reads timing cues -- with "
+    "`--alignment timings/CALL.tsv`, the call's real word times (empty where the aligner placed none); the labels are "
+    "scored per word against `ref/CALL.tsv` (F1 in %, overall = COMMA, PERIOD and QUESTION together; SER = slot "
+    "error rate).")
 
 
 def _pairs(values: Sequence[str] | None, flag: str) -> dict[str, str]:
@@ -119,18 +132,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cross-fitted", action="append",
                         help="NAME=TALK:DIR,TALK:DIR: each talk scored by the model fitted without it")
     parser.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    parser.add_argument("--earnings22", help="a prepared Earnings-22 split's calls (data/earnings22/calls/test)")
     args, params = start(parser, argv)
     data = require(params, "data", "params")
+    section = require(params, "punctuate", "params")
     if args.model:
         models: dict[str, Any] = _pairs(args.model, "--model")
+    elif args.earnings22:  # the MiniLM chain: a call is long, and the other models are TED's references
+        models = {TEXT: require(section, TEXT, "punctuate"), AUDIO: require(section, AUDIO, "punctuate"),
+                  "audio_control": require(section.get("compare") or {}, "audio_control", "punctuate.compare")}
     else:
-        section = require(params, "punctuate", "params")
         models = {TEXT: require(section, TEXT, "punctuate"), AUDIO: require(section, AUDIO, "punctuate"),
                   **(section.get("compare") or {}), **(section.get("cross_fitted") or {})}
     models.update(_cross_fitted(args.cross_fitted))
-    result = evaluate_real_speech(require(data, "real_speech_dir", "data"), list(require(data, "real_speech_talks",
-                                                                                         "data")),
-                                  models, device=args.device, predictions_dir=args.predictions)
+    if args.earnings22:
+        result = evaluate_real_speech(args.earnings22, prepared_calls(args.earnings22), models, device=args.device,
+                                      predictions_dir=args.predictions, read_talk=read_prepared_call)
+    else:
+        result = evaluate_real_speech(require(data, "real_speech_dir", "data"),
+                                      list(require(data, "real_speech_talks", "data")), models, device=args.device,
+                                      predictions_dir=args.predictions)
     iwslt = {}
     for name, model_dir in models.items():
         found = find_evaluation(model_dir, IWSLT_METRICS) if isinstance(model_dir, (str, Path)) else None
@@ -141,9 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     descriptions = {name: DESCRIPTIONS[name] for name in models if name in DESCRIPTIONS}
     descriptions.update({name: "words + timing cues, pause model fitted without the talk scored"
                          for name, dirs in models.items() if not isinstance(dirs, (str, Path))})
+    split = Path(args.earnings22 or ".").name
+    earnings22 = {} if not args.earnings22 else {"title": EARNINGS22_TITLE.format(split=split), "per_talk": False,
+                                                 "intro": EARNINGS22_INTRO.format(
+        split=split, calls=len(result["talks"]), words=sum(t["words"] for t in result["talks"].values()),
+        timed=100 * timed_share(Path(args.earnings22), result["talks"]),
+        kept=", kept for reporting only: nothing was chosen on it" if split == "test" else "")}
     atomic_write_text(args.out, real_speech_markdown(
         result, iwslt=iwslt, baseline=TEXT if TEXT in models else None, descriptions=descriptions,
-        pause_model=(pause_model or {}).get("summary"), notes=_notes(result, models)))
+        pause_model=None if args.earnings22 else (pause_model or {}).get("summary"), notes=_notes(result, models),
+        **earnings22))
     for name, entry in result["models"].items():
         for input_name in ("text", "timings"):
             if input_name in entry:

@@ -14,8 +14,9 @@ The summary (params ``experiments``, ``variants`` and ``tunings``, from ``--metr
 ``--experiments``). ``--summary-only --readme README.md`` writes just the summary, and also into the README
 between its lines ``<!-- results:start -->`` and ``<!-- results:end -->``, and the "All talks" table of the
 ``evaluate_real`` stage's report (``--real-speech``, where it exists) between ``<!-- real-speech:start -->`` and
-``<!-- real-speech:end -->``, so the README's figures are the pipeline's (``tests/test_readme_results.py`` fails
-when they differ).
+``<!-- real-speech:end -->``, and that of the ``evaluate_earnings22`` stage (``--earnings22``) between
+``<!-- earnings22:start -->`` and ``<!-- earnings22:end -->``, so the README's figures are the pipeline's
+(``tests/test_readme_results.py`` fails when they differ).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from reporting.results import (
     analysis_figures,
     collect_experiments,
     collect_figures,
+    EARNINGS22_END,
+    EARNINGS22_START,
     REAL_SPEECH_END,
     REAL_SPEECH_HEADING,
     REAL_SPEECH_START,
@@ -50,14 +53,17 @@ def summary_text(params: dict, metrics_dir: Path) -> str:
     return summary_markdown(params["profile"], rows, load_published())
 
 
-def write_readme(readme: Path, summary: str, real_speech_report: Path | None = None) -> None:
-    """``summary`` into ``readme``'s results region and, where ``real_speech_report`` exists, its "All talks"
-    table into the real-speech region (a README without that region is an error naming it)."""
+def write_readme(readme: Path, summary: str, real_speech_report: Path | None = None,
+                 earnings22_report: Path | None = None) -> None:
+    """``summary`` into ``readme``'s results region and, where ``real_speech_report`` (``earnings22_report``)
+    exists, its "All talks" table into the real-speech (Earnings-22) region (a README without that region is an
+    error naming it)."""
     text = replace_marked_region(readme.read_text(encoding="utf-8"), summary, where=str(readme))
-    if real_speech_report is not None and real_speech_report.is_file():
-        table = markdown_table_after(real_speech_report.read_text(encoding="utf-8"), REAL_SPEECH_HEADING,
-                                     where=str(real_speech_report))
-        text = replace_marked_region(text, table, where=str(readme), start=REAL_SPEECH_START, end=REAL_SPEECH_END)
+    for report, start, end in ((real_speech_report, REAL_SPEECH_START, REAL_SPEECH_END),
+                               (earnings22_report, EARNINGS22_START, EARNINGS22_END)):
+        if report is not None and report.is_file():
+            table = markdown_table_after(report.read_text(encoding="utf-8"), REAL_SPEECH_HEADING, where=str(report))
+            text = replace_marked_region(text, table, where=str(readme), start=start, end=end)
     atomic_write_text(readme, text)
 
 
@@ -80,12 +86,14 @@ def main(argv: list[str] | None = None) -> int:
                                          "marked regions")
     option(parser, "--real-speech", "reports/real_speech.md",
            "the evaluate_real stage's report, whose \"All talks\" table --readme copies (skipped where absent)")
+    option(parser, "--earnings22", "reports/earnings22_test.md",
+           "the evaluate_earnings22 stage's report, whose \"All talks\" table --readme copies (skipped where absent)")
     args, params = start(parser, argv)
     if args.summary_only or not args.experiments:
         summary = summary_text(params, Path(args.metrics))
         atomic_write_text(args.summary, summary)
         if args.readme:
-            write_readme(Path(args.readme), summary, Path(args.real_speech))
+            write_readme(Path(args.readme), summary, Path(args.real_speech), Path(args.earnings22))
         if args.summary_only:
             print(summary)
             return 0

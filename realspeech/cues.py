@@ -49,6 +49,13 @@ def read_real_talk(directory: str | Path, name: str) -> RealTalk:
     directory = Path(directory)
     text_path, ref_path, timings_path = (directory / f"{name}{suffix}" for suffix in (".txt", ".ref.tsv",
                                                                                          ".timings.tsv"))
+    return read_talk_files(name, text_path, ref_path, timings_path)
+
+
+def read_talk_files(name: str, text_path: Path, ref_path: Path, timings_path: Path) -> RealTalk:
+    """A real talk from its three files: the transcript, its reference labels and its word timings (the layout of
+    ``ted_real``, ``TALK{.txt,.ref.tsv,.timings.tsv}``, or of a prepared Earnings-22 split,
+    ``{text,ref,timings}/CALL``)."""
     for path in (text_path, ref_path, timings_path):
         if not path.is_file():
             raise FileNotFoundError(f"real-speech talk {name!r}: {path} not found")

@@ -8,15 +8,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from corpus.labels import LABELS, PUNCTUATION_CLASSES
 from evaluation.scoring import score_labels
-from realspeech.cues import read_real_talk
+from realspeech.cues import RealTalk, read_real_talk
 
 __all__ = ["evaluate_real_speech", "real_speech_markdown"]
+
+TED_TITLE = "Real speech: punctuation with and without the words' real timings"
 
 
 def _scores(reference: Sequence[str], predicted: Sequence[str]) -> dict[str, Any]:
@@ -25,18 +27,20 @@ def _scores(reference: Sequence[str], predicted: Sequence[str]) -> dict[str, Any
 
 def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
                          models: Mapping[str, str | Path | Mapping[str, str | Path]], *, device: str = "cpu",
-                         predictions_dir: str | Path | None = None) -> dict[str, Any]:
+                         predictions_dir: str | Path | None = None,
+                         read_talk: Callable[[str | Path, str], RealTalk] = read_real_talk) -> dict[str, Any]:
     """Score each model on each talk, from its text alone and (for a model that reads timing cues) with the
     talk's real word timings, exactly as ``punctuate [--alignment TALK.timings.tsv] TALK.txt`` would label the
     words; also all talks pooled.
 
     ``models``: name -> model directory, or name -> {talk: model directory} for a **cross-fitted** model (each
     talk scored by a model whose pause model was fitted without it). With ``predictions_dir``, each run's
-    labels are written there as ``<model>.<input>.<talk>.tsv`` (``word<TAB>LABEL``)."""
+    labels are written there as ``<model>.<input>.<talk>.tsv`` (``word<TAB>LABEL``). ``read_talk`` reads a talk of
+    ``directory`` by name (a prepared Earnings-22 split: :func:`realspeech.earnings22.read_prepared_call`)."""
     from inference.punctuator import Punctuator
     from inference.speech_input import read_timing_rows
 
-    real = [read_real_talk(directory, name) for name in talks]
+    real = [read_talk(directory, name) for name in talks]
     timings = {talk.name: read_timing_rows(talk.timings_path) for talk in real}
     result: dict[str, Any] = {"talks": {talk.name: {"words": len(talk.words)} for talk in real}, "models": {}}
     for model_name, model_dirs in models.items():
@@ -93,28 +97,32 @@ def _row_cells(scores: Mapping[str, Any]) -> list[str]:
 def real_speech_markdown(result: Mapping[str, Any], *, descriptions: Mapping[str, str] | None = None,
                          iwslt: Mapping[str, Mapping[str, Any] | None] | None = None,
                          pause_model: Mapping[str, Any] | None = None, baseline: str | None = None,
-                         notes: Sequence[str] = ()) -> str:
+                         notes: Sequence[str] = (), title: str | None = None, intro: str | None = None,
+                         per_talk: bool = True) -> str:
     """The real-speech report: every model and input on each talk and pooled (F1 overall and per class, SER),
     Δ against ``baseline``'s text-only row, beside the models' IWSLT2011 figures (``iwslt``: model -> the
-    evaluate stage's metrics, with ``ref``/``asr``)."""
+    evaluate stage's metrics, with ``ref``/``asr``). ``title`` and ``intro`` replace the TED talks' heading and
+    paragraph; without ``per_talk``, one table of overall F1 per talk replaces a full table per talk (a corpus of
+    many calls)."""
     descriptions = descriptions or {}
     iwslt = iwslt or {}
     talks = list(result["talks"])
-    out = ["# Real speech: punctuation with and without the words' real timings", ""]
+    out = [f"# {title or TED_TITLE}", ""]
     out += [
-        f"Real TED recordings with the time of every word ({', '.join(f'`{t}`' for t in talks)}: "
-        f"{sum(info['words'] for info in result['talks'].values()):,} words, development talks of "
-        "`../shared/data/ted_real`). Each model labels `TALK.txt` exactly as `punctuate` does: from the text "
-        "alone, and -- for a model that reads timing cues -- with `--alignment TALK.timings.tsv`; the labels "
-        "are scored per word against `TALK.ref.tsv` (F1 in %, overall = COMMA, PERIOD and QUESTION together; "
-        "SER = slot error rate).",
+        intro or (
+            f"Real TED recordings with the time of every word ({', '.join(f'`{t}`' for t in talks)}: "
+            f"{sum(info['words'] for info in result['talks'].values()):,} words, development talks of "
+            "`../shared/data/ted_real`). Each model labels `TALK.txt` exactly as `punctuate` does: from the text "
+            "alone, and -- for a model that reads timing cues -- with `--alignment TALK.timings.tsv`; the labels "
+            "are scored per word against `TALK.ref.tsv` (F1 in %, overall = COMMA, PERIOD and QUESTION together; "
+            "SER = slot error rate)."),
         "",
     ]
     base = None
     if baseline and baseline in result["models"]:
         base = result["models"][baseline]["text"]["all"]["OVERALL"]["f1"]
     header = ["model", "input", "F1", "SER", "COMMA", "PERIOD", "QUESTION", "Δ F1"]
-    for scope in ["all", *talks]:
+    for scope in ["all", *(talks if per_talk else [])]:
         title = "All talks" if scope == "all" else f"`{scope}`"
         out += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for model_name, entry in result["models"].items():
@@ -133,6 +141,17 @@ def real_speech_markdown(result: Mapping[str, Any], *, descriptions: Mapping[str
         out.append("")
     if base is not None:
         out += [f"Δ F1: overall F1 minus `{baseline}`'s on the text alone (points).", ""]
+    if not per_talk:
+        runs = [(name, input_name) for name, entry in result["models"].items()
+                for input_name in ("text", "timings") if input_name in entry]
+        out += ["## Per talk", "", "Overall F1 of each model and input on each talk.", "",
+                "| talk | words | " + " | ".join(f"{name} ({'timings' if i == 'timings' else 'text'})"
+                                                for name, i in runs) + " |",
+                "|" + "---|" * (2 + len(runs))]
+        for talk in talks:
+            cells = [_pct(result["models"][name][i]["talks"][talk]["OVERALL"]["f1"]) for name, i in runs]
+            out.append(f"| `{talk}` | {result['talks'][talk]['words']:,} | " + " | ".join(cells) + " |")
+        out.append("")
     if iwslt:
         out += ["## Beside IWSLT2011", "",
                 "The same models on the IWSLT2011 test sets (`evaluate` stages). These have no real recordings: "

@@ -274,6 +274,9 @@ REAL_SPEECH_START = "<!-- real-speech:start -->"
 REAL_SPEECH_END = "<!-- real-speech:end -->"
 #: The heading of that table in ``evaluate_real``'s report (``realspeech.evaluate.real_speech_markdown``).
 REAL_SPEECH_HEADING = "## All talks"
+#: The README region of the same table on Earnings-22's test calls (stage ``evaluate_earnings22``'s report).
+EARNINGS22_START = "<!-- earnings22:start -->"
+EARNINGS22_END = "<!-- earnings22:end -->"
 
 
 def markdown_table_after(text: str, heading: str, *, where: str = "the report") -> str:

@@ -68,7 +68,8 @@ def test_an_utterance_whose_lines_are_not_together_is_named(tmp_path):
     ("u 1 soon 0.1 it", r"x\.ctm:2: start time 'soon' is not a number"),
     ("u 1 0.5 -0.1 it", r"x\.ctm:2: duration -0\.1 is negative"),
     ("u 1 0.5 nan it", r"x\.ctm:2: duration 'nan' is not a finite number"),
-    ("u 1 0.1 0.1 it", r"x\.ctm:2: times out of order: starts at 0\.1 s, before line 1 \(0\.3 s\)"),
+    ("u 1 0.1 0.1 it", r"x\.ctm:2: times out of order: line 2 \('it'\) starts at 0\.1 s, before line 1 \('so', "
+                       r"0\.3 s to 0\.4 s\) starts; a word may start before the word before it ends"),
     ("u 2 0.5 0.1 it", r"x\.ctm:2: channel '2' after channel '1'"),
 ])
 def test_bad_ctm_lines_name_the_file_and_line(tmp_path, line, message):
@@ -126,7 +127,8 @@ def test_recognisers_json_word_lists(tmp_path, data, words, entries):
      r"t\.json: segments\[0\]\.words\[0\]: start time 'soon' is not a number"),
     ([{"word": "so", "start": -1, "end": 0.3}], r"t\.json: \[0\]: start time -1\.0 is negative"),
     ([{"word": "so", "start": 0.5, "end": 0.6}, {"word": "i", "start": 0.2, "end": 0.3}],
-     r"t\.json: \[1\]: times out of order: starts at 0\.2 s, before \[0\] \(0\.5 s\)"),
+     r"t\.json: \[1\]: times out of order: \[1\] \('i'\) starts at 0\.2 s, before \[0\] \('so', 0\.5 s to 0\.6 s\) "
+     r"starts"),
     ([{"word": "so", "start": 0.5, "end": 0.4}], r"t\.json: \[0\]: end 0\.4 is before start 0\.5"),
     ([{"word": "so", "start": 0.5}], r"t\.json: \[0\]: only one of start and end"),
     ([{"start": 0.5, "end": 0.6}], r"t\.json: \[0\]: no word"),
@@ -157,3 +159,70 @@ def test_a_span_may_be_given_its_bytes(tmp_path):
     span = CtmUtterance("u", 0, path.stat().st_size, 1, "")
     timings, _ = read_ctm_utterance(path, span, data=b"u 1 0.4 0.1 it\n")
     assert timings[0].word == "it"
+
+
+# ----------------------------------------------------------------------------- times as aligners write them
+# Recognisers and forced aligners let neighbouring words touch (in Earnings-22's forced alignments 60 % of the
+# timed words start exactly where the timed word before ends) or overlap (7 %, by at most a millisecond there);
+# a word starting before the word before it *started* is a file out of order (none in Earnings-22).
+
+
+def _read(tmp_path, kind: str, rows: list[tuple[str, float | None, float | None]]):
+    """The timings of ``rows`` (word, start, end; None: no time) written as ``kind`` and read back."""
+    from corpus.timings import read_word_tsv
+
+    if kind == "tsv":
+        path = tmp_path / "t.tsv"
+        path.write_text("word\tstart\tend\n" + "".join(
+            f"{w}\t{'' if a is None else a}\t{'' if b is None else b}\n" for w, a, b in rows), encoding="utf-8")
+        return read_word_tsv(path)
+    if kind == "ctm":
+        path = tmp_path / "t.ctm"
+        path.write_text("".join(f"u 1 {a} {round(b - a, 6)} {w} 0.9\n" for w, a, b in rows if a is not None),
+                        encoding="utf-8")
+        return read_ctm_utterance(path, index_ctm(path)[0]["u"])[0]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"words": [{"word": w, "start": a, "end": b} for w, a, b in rows]}), encoding="utf-8")
+    return read_word_json(path)[0]
+
+
+@pytest.mark.parametrize("kind", ["tsv", "ctm", "json"])
+def test_touching_and_overlapping_words_are_read_as_given(tmp_path, kind):
+    rows = [("so", 0.5, 0.9), ("we", 0.9, 1.2), ("grew", 1.1, 1.6), ("fast", 1.1, 1.3), ("then", 1.25, 1.5)]
+    timings = _read(tmp_path, kind, rows)  # touching; overlapping; starting with the word before; inside it
+    assert [(t.word, t.start, round(t.end, 6)) for t in timings] == rows and all(t.aligned for t in timings)
+
+
+@pytest.mark.parametrize("kind, where, before", [("tsv", r"t\.tsv:4", "line 4"), ("ctm", r"t\.ctm:3", "line 3"),
+                                                 ("json", r"t\.json: words\[2\]", r"words\[2\]")])
+def test_a_word_starting_before_the_word_before_it_started_names_both_rows(tmp_path, kind, where, before):
+    rows = [("so", 0.5, 0.9), ("we", 1.0, 1.2), ("grew", 0.8, 1.6)]  # 0.2 s before "we" started: out of order
+    previous = {"tsv": "line 3", "ctm": "line 2", "json": r"words\[1\]"}[kind]
+    with pytest.raises(TimingsFormatError, match=rf"{where}: times out of order: {before} \('grew'\) starts at "
+                                                 rf"0\.8 s, before {previous} \('we', 1\.0 s to 1\.2 s\) starts"):
+        _read(tmp_path, kind, rows)
+
+
+@pytest.mark.parametrize("kind", ["tsv", "json"])
+def test_untimed_words_are_left_out_of_the_order(tmp_path, kind):
+    rows = [("so", 0.5, 0.9), ("we", None, None), ("grew", None, None), ("fast", 0.9, 1.3)]
+    timings = _read(tmp_path, kind, rows)
+    assert [t.aligned for t in timings] == [True, False, False, True] and math.isnan(timings[1].start)
+    where = {"tsv": r"t\.tsv:5: times out of order: line 5", "json": r"t\.json: words\[3\]: times out of order"}[kind]
+    with pytest.raises(TimingsFormatError, match=rf"{where}.*before (line 2|words\[0\]) \('so'"):
+        _read(tmp_path, kind, [*rows[:3], ("fast", 0.4, 0.6)])  # compared with the last timed word, not the untimed
+
+
+@pytest.mark.parametrize("kind", ["tsv", "ctm", "json"])
+def test_a_long_silence_between_words_is_data(tmp_path, kind):
+    rows = [("thank", 0.5, 0.9), ("you", 0.9, 1.2), ("good", 601.2, 1601.4), ("morning", 1601.4, 1602.0)]
+    timings = _read(tmp_path, kind, rows)  # ten minutes of hold music; a word held for 1000 s
+    assert [(t.start, round(t.end, 6)) for t in timings] == [(a, b) for _, a, b in rows]
+
+
+def test_a_ctm_with_confidences_and_recogniser_markup_is_read_as_written(tmp_path):
+    path = tmp_path / "x.ctm"
+    path.write_text("u 1 0.00 0.30 so 0.98\nu 1 0.30 0.25 [noise] 0.41\nu 1 0.55 0.20 <unk> 0.12\n"
+                    "u 1 0.75 0.10 %HESITATION 0.50\n", encoding="utf-8")
+    timings, lines = read_ctm_utterance(path, index_ctm(path)[0]["u"])
+    assert [t.word for t in timings] == ["so", "[noise]", "<unk>", "%HESITATION"] and lines == [1, 2, 3, 4]

@@ -43,6 +43,16 @@ def test_word_cues_pause_duration_and_missing():
         word_cues([0.0], [1.0, 2.0], [1])
 
 
+def test_word_cues_of_an_untimed_stretch_and_a_long_silence():
+    # a forced alignment's stretch of unplaced words (Earnings-22: often whole stretches), then 30 s of hold music
+    starts = [0.0, 0.5, NAN, NAN, NAN, 2.0, 32.5, 33.0]
+    ends = [0.4, 1.0, NAN, NAN, NAN, 2.5, 32.8, 33.2]
+    cues = word_cues(starts, ends, [3] * 8)
+    assert cues[:, 2].tolist() == [0, 1, 1, 1, 1, 0, 0, 1]  # the word before the stretch too: its pause is unknown
+    assert cues[cues[:, 2] > 0, :2].tolist() == [[0.0, 0.0]] * 5  # zeros under the flag, never read as "no pause"
+    assert cues[5, 0] == pytest.approx(30.0) and cues[6, 0] == pytest.approx(0.2)  # kept raw; encode clips it
+
+
 def test_token_raw_puts_the_cues_on_the_last_token():
     is_last = np.array([False, True, True, False, True])  # do n't | know | it 's
     cues = np.array([[0.3, 0.5, 0], [0.0, -0.2, 0], [0.0, 0.0, 1]])

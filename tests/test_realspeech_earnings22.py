@@ -1,0 +1,110 @@
+"""realspeech.earnings22 and its report, and stage prepare_earnings22: Earnings-22's splits written as the
+repository's, real cues per token that are punctuate's own, each call's files as a user gives them, the report."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from corpus.earnings22 import Earnings22FormatError
+from corpus.iwslt import read_iwslt
+from realspeech.earnings22 import prepare_earnings22, untimed_runs
+from tests.fixture_earnings22 import write_earnings22
+from tests.fixture_real_speech import write_real_talks
+
+TOKENS = ["good", "morning", "it", "'s", "latam", "'s", "call", "any", "questions", "yes", "we", "do", "n't", "know",
+          "the", "margin", "thanks"]
+PAUSES = {"seed": 15, "missing_rate": None, "dropout_fraction": 0.5, "dropout_span": 100, "min_pool": 30}
+
+
+@pytest.fixture()
+def prepared(tmp_path):
+    return prepare_earnings22(write_earnings22(tmp_path / "earnings22"), tmp_path / "out", progress=False)
+
+
+def test_the_splits_are_token_files_with_each_calls_span(prepared, tmp_path):
+    out = tmp_path / "out"
+    train = read_iwslt(out / "train.tsv")
+    assert train.words == TOKENS + TOKENS and read_iwslt(out / "dev.tsv").words == TOKENS
+    assert (out / "train_talks.tsv").read_text() == "talk\tfirst_token\ttokens\nc1\t0\t17\nc2\t17\t17\n"
+    assert (out / "test_talks.tsv").read_text() == "talk\tfirst_token\ttokens\nc4\t0\t17\n"
+    assert prepared.paths["train"] == out / "train.tsv"
+
+
+def test_the_cues_are_the_real_pauses_with_untimed_words_missing(prepared, tmp_path):
+    raw = np.load(tmp_path / "out" / "timing" / "dev" / "timing.npy")
+    turn = np.load(tmp_path / "out" / "timing" / "dev" / "speaker_turn.npy")
+    assert raw.dtype == np.float32 and raw.shape == (len(TOKENS), 3) and turn.shape == (len(TOKENS),)
+    at = {token: index for index, token in reversed(list(enumerate(TOKENS)))}
+    assert raw[at["morning"], 0] == pytest.approx(0.4) and raw[at["call"], 0] == pytest.approx(0.7)
+    assert raw[at["questions"], 0] == pytest.approx(1.0) and turn[at["questions"]]  # across the speaker turn: kept
+    assert raw[at["margin"], 0] == pytest.approx(1.4) and turn[at["margin"]]  # over the dropped <inaudible>
+    assert raw[at["the"], [0, 2]].tolist() == [0.0, 0.0]  # "margin" starts before "the" ends: an overlap reads 0
+    for token in ("yes", "we", "do", "n't", "know", "thanks"):  # untimed, before an untimed word, the last word
+        assert raw[at[token], 2] == 1.0 and raw[at[token], 0] == 0.0, token
+    assert raw[at["it"]].tolist() == [0.0, 0.0, 0.0] and turn.sum() == 2
+
+
+def test_each_calls_files_are_what_punctuate_reads_to_the_same_cues(prepared, tmp_path):
+    from corpus.user_text import model_tokens, split_user_text
+    from inference.speech_input import match_timings, read_timing_rows, timing_raw
+
+    calls = tmp_path / "out" / "calls" / "test"
+    text = (calls / "text" / "c4.txt").read_text()
+    assert text == "good morning it's latam's call any questions\nyes we don't know the margin\nthanks\n"
+    assert (calls / "timings" / "c4.tsv").read_text().splitlines()[:2] == ["word\tstart\tend", "good\t30.080\t30.400"]
+    assert "we\t\t" in (calls / "timings" / "c4.tsv").read_text().splitlines()
+    user_text = split_user_text(text)
+    starts, ends = match_timings(user_text, read_timing_rows(calls / "timings" / "c4.tsv"))
+    assert model_tokens(user_text) == TOKENS
+    assert np.array_equal(timing_raw(user_text, starts, ends).astype(np.float32),
+                          np.load(tmp_path / "out" / "timing" / "test" / "timing.npy"))
+    reference = read_iwslt(calls / "ref" / "c4.tsv")
+    assert reference.words == [word.text for word in user_text.words]
+    assert reference.labels[-3:] == ["O", "PERIOD", "PERIOD"]
+
+
+def test_the_report_counts_the_splits_stretches_and_turns(prepared):
+    train = prepared.report["splits"]["train"]
+    assert (train["calls"], train["words"], train["spoken_words"], train["tokens"]) == (2, 30, 28, 34)
+    assert train["timed_share"] == pytest.approx(24 / 30) and train["annotations_dropped"] == 2
+    assert train["marks"] == {"COMMA": 4, "PERIOD": 6, "QUESTION": 2}
+    assert train["untimed_runs"]["runs"] == 2 and train["untimed_runs"]["median_length"] == 3.0
+    assert train["speaker_turns"]["turns"] == 4 and train["speaker_turns"]["share_pause_0.2s"] == 1.0
+    assert train["cues"]["PERIOD"]["words"] == 6 and train["case"] == {"CA": 2, "LC": 18, "N/A": 2, "UC": 8}
+    assert untimed_runs(np.array([True, False, False, True, False])).tolist() == [2, 1]
+
+
+def test_a_call_that_splits_tsv_names_without_its_file_is_named(tmp_path):
+    data = write_earnings22(tmp_path / "earnings22")
+    (data / "aligned" / "c3.aligned.nlp").unlink()
+    with pytest.raises(Earnings22FormatError, match=r"splits\.tsv:4: call 'c3' has no file"):
+        prepare_earnings22(data, tmp_path / "out", progress=False)
+
+
+def test_the_stage_writes_the_splits_the_report_its_figure_and_metrics(tmp_path):
+    from pipeline.prepare_earnings22 import main
+
+    data = write_earnings22(tmp_path / "earnings22")
+    talks = write_real_talks(tmp_path / "ted_real")
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({
+        "profile": "small", "profiles": {"small": {"data": {}, "train": {}, "experiments": {}}},
+        "experiment_defs": {}, "train": {}, "pauses": PAUSES,
+        "data": {"earnings22_dir": str(data), "real_speech_dir": str(tmp_path / "ted_real"),
+                 "real_speech_talks": talks}}))
+    out, report, figures = tmp_path / "e22", tmp_path / "reports" / "e22.md", tmp_path / "reports" / "e22_figures"
+    assert main(["--params", str(params), "--out", str(out), "--metrics", str(tmp_path / "m.json"), "--report",
+                 str(report), "--figures", str(figures), "--quiet"]) == 0
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert set(metrics["sources"]) == {"earnings22_train", "earnings22_dev", "earnings22_test", "ted_real",
+                                       "simulated"}
+    assert metrics["sources"]["ted_real"]["PERIOD"]["share_pause_0.2s"] > metrics["sources"]["ted_real"]["O"][
+        "share_pause_0.2s"]
+    text = report.read_text()
+    assert "test (for reporting only)" in text and "CC BY-SA 4.0" in text and "Rev.com" in text
+    assert "![cues per label](e22_figures/cues_by_label.png)" in text and (figures / "cues_by_label.png").is_file()
+    assert read_iwslt(out / "test.tsv").words == TOKENS
