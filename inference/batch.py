@@ -49,6 +49,7 @@ from corpus.io import atomic_write_text, file_sha256
 from corpus.timings import TimingsFormatError
 from executor import available_cores, describe_engine, resolve_workers, run_tasks
 from executor.records import ItemResult, StatusReport, read_record
+from experiments.numerics import regime_facts
 from inference.batch_inputs import TimingsFinder, Transcript, TranscriptError, decode_text, find_transcripts
 from inference.outputs import FORMATS, format_punctuated
 from inference.speech_input import TimingsMismatchError, TimingsSource, read_timings
@@ -422,8 +423,9 @@ def punctuate_batch(
         bars.advance(len(task.jobs), words)
 
     try:
+        # a worker decodes under the client's numerics, or refuses (its labels would be another machine's bytes)
         run_tasks(_punctuate_task, tasks, names=[task.jobs[0].name for task in tasks], workers=count,
-                  scheduler=scheduler, desc="punctuate", unit="task", on_outcome=finished)
+                  scheduler=scheduler, desc="punctuate", unit="task", on_outcome=finished, regime=regime_facts)
     finally:
         bars.close()
     if model_errors:

@@ -19,7 +19,9 @@ a recogniser's JSON word list (``.json``: ``{word|text, start, end}`` objects, a
 or per benchmark token as ``python -m aligner`` writes them. --audio runs the aligner (pocketsphinx) on the
 recording first. A model trained with timing cues reads the pause after each word and how long it was held;
 without speech the same model punctuates from the text alone. Timings whose words are not the transcript's,
-or whose times are not numbers, negative or out of order, are an error naming the file and line (or entry).
+or whose times are not numbers, negative or out of order, are an error naming the file and line (or entry); a
+recogniser's markup and fillers the transcript lacks are skipped, bare clitics (``'s``) and overlapping times taken
+(inference/speech_input.py).
 
 A corpus (several inputs, or a folder: every ``*.txt`` below it): ``-o`` is the output folder, which mirrors
 the inputs' relative paths; --timings-dir pairs each transcript with its word times by name

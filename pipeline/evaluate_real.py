@@ -145,13 +145,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         models = {TEXT: require(section, TEXT, "punctuate"), AUDIO: require(section, AUDIO, "punctuate"),
                   **(section.get("compare") or {}), **(section.get("cross_fitted") or {})}
     models.update(_cross_fitted(args.cross_fitted))
+    threads = (params.get("evaluate") or {}).get("threads")
     if args.earnings22:
         result = evaluate_real_speech(args.earnings22, prepared_calls(args.earnings22), models, device=args.device,
-                                      predictions_dir=args.predictions, read_talk=read_prepared_call)
+                                      predictions_dir=args.predictions, read_talk=read_prepared_call, threads=threads)
     else:
         result = evaluate_real_speech(require(data, "real_speech_dir", "data"),
                                       list(require(data, "real_speech_talks", "data")), models, device=args.device,
-                                      predictions_dir=args.predictions)
+                                      predictions_dir=args.predictions, threads=threads)
     iwslt = {}
     for name, model_dir in models.items():
         found = find_evaluation(model_dir, IWSLT_METRICS) if isinstance(model_dir, (str, Path)) else None

@@ -28,7 +28,8 @@ def _scores(reference: Sequence[str], predicted: Sequence[str]) -> dict[str, Any
 def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
                          models: Mapping[str, str | Path | Mapping[str, str | Path]], *, device: str = "cpu",
                          predictions_dir: str | Path | None = None,
-                         read_talk: Callable[[str | Path, str], RealTalk] = read_real_talk) -> dict[str, Any]:
+                         read_talk: Callable[[str | Path, str], RealTalk] = read_real_talk,
+                         threads: int | None = None) -> dict[str, Any]:
     """Score each model on each talk, from its text alone and (for a model that reads timing cues) with the
     talk's real word timings, exactly as ``punctuate [--alignment TALK.timings.tsv] TALK.txt`` would label the
     words; also all talks pooled.
@@ -36,7 +37,12 @@ def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
     ``models``: name -> model directory, or name -> {talk: model directory} for a **cross-fitted** model (each
     talk scored by a model whose pause model was fitted without it). With ``predictions_dir``, each run's
     labels are written there as ``<model>.<input>.<talk>.tsv`` (``word<TAB>LABEL``). ``read_talk`` reads a talk of
-    ``directory`` by name (a prepared Earnings-22 split: :func:`realspeech.earnings22.read_prepared_call`)."""
+    ``directory`` by name (a prepared Earnings-22 split: :func:`realspeech.earnings22.read_prepared_call`);
+    ``threads``: torch's thread count (params ``evaluate.threads``; the labels are the same bytes on any)."""
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(int(threads))
     from inference.punctuator import Punctuator
     from inference.speech_input import read_timing_rows
 

@@ -71,7 +71,8 @@ def numerics_regime(facts: Mapping[str, Any], records: Iterable[tuple[str, Mappi
     this machine's numerics (``facts``: :func:`experiments.numerics.numeric_facts`) and every stage record's are
     at :data:`COMMITTED_FLOOR`, and every model trained on the CPU (``devices``: :func:`training_devices`). A
     record without numerics facts says nothing either way."""
-    floor = facts.get("floor")
+    # "regime" is the floor only where the pinned switches are in force ("floor" names what the CPU could pin)
+    floor = facts.get("regime", facts.get("floor"))
     if floor != COMMITTED_FLOOR:
         why = facts.get("unpinned") or f"pinned at {floor}, whose bytes are its own"
         return SPREAD, f"this machine is not at the committed floor {COMMITTED_FLOOR}: {why}"
@@ -79,7 +80,7 @@ def numerics_regime(facts: Mapping[str, Any], records: Iterable[tuple[str, Mappi
         return SPREAD, f"the committed bytes were computed under Linux, this is {system}"
     for stage, record in records:
         numerics = record.get("numerics")
-        if isinstance(numerics, Mapping) and numerics.get("floor") != COMMITTED_FLOOR:
+        if isinstance(numerics, Mapping) and numerics.get("regime", numerics.get("floor")) != COMMITTED_FLOOR:
             why = numerics.get("unpinned") or f"pinned at {numerics.get('floor')}"
             return SPREAD, f"stage {stage} ran off the committed floor {COMMITTED_FLOOR}: {why}"
     accelerators = sorted({device for device in devices if device and device != "cpu"})

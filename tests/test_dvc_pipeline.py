@@ -15,6 +15,7 @@ import yaml
 
 from tests.fixture_checkpoints import make_checkpoint
 from tests.fixture_corpus import TINY_MODEL, TINY_TRAIN, write_corpus
+from tests.fixture_earnings22 import write_earnings22
 from tests.fixture_real_speech import write_real_talks
 from tests.helpers import PACKAGES
 
@@ -47,9 +48,12 @@ def tiny_params(corpus: dict[str, Path]) -> dict:
     tuning = {"max_steps": 4, "eval_every_steps": 2}
     params["variants"] = {"transformer_word_speech": {"experiment": "transformer", "features": "word_speech"},
                           "blstm_word_acoustic": {"experiment": "blstm", "features": "word_acoustic"}}
+    # the MiniLM pair reads the speech mix (TED's simulated cues and Earnings-22 train's real ones), the BLSTM's TED's
     params["tunings"] = {name: {"from": base, "features": features, "train": tuning}
-                         for base in ("minilm", "blstm") for name, features in (
-                             (f"{base}_word_pauses", "word_pauses"), (f"{base}_word_pauses_control", "word_pauses_control"))}
+                         for base, suffix in (("minilm", "_mix"), ("blstm", "")) for name, features in (
+                             (f"{base}_word_pauses{suffix}", f"word_pauses{suffix}"),
+                             (f"{base}_word_pauses{suffix}_control", f"word_pauses{suffix}_control"))}
+    params["data"]["earnings22_dir"] = str(write_earnings22(corpus["iwslt"].parent / "earnings22"))
     real = corpus["iwslt"].parent / "ted_real"
     params["data"].update(real_speech_dir=str(real), real_speech_talks=write_real_talks(real), excluded_talks=[])
     params["profiles"]["tiny"] = {
@@ -107,8 +111,8 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     feature_sets = {f"embed_set@{name}" for name in params_of(workdir)["embed"]["feature_sets"]}
     experiments = {f"{stage}@{name}" for stage in ("train", "evaluate") for name in ("minilm", "transformer", "blstm")}
     assert first == {"prepare", "word_vectors", "embed", "draw@long", "report", "synthesize", "align", "features",
-                     "speech2vec", "report_variants", "fit_pauses", "evaluate_real"} | experiments | variant_stages | (
-        feature_sets)
+                     "speech2vec", "report_variants", "fit_pauses", "evaluate_real", "prepare_earnings22",
+                     "evaluate_earnings22"} | experiments | variant_stages | feature_sets
     drawn = json.loads((workdir / "metrics" / "draws" / "long.json").read_text())
     prepared = json.loads((workdir / "metrics" / "data.json").read_text())
     assert prepared["tokens"]["train"] <= 3000 < drawn["tokens"]["train"] <= 5000
@@ -124,9 +128,14 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     assert "| audio_model (MiniLM encoder, words + timing cues) | text + real timings |" in real_report
     for name in ("audio_control", "blstm_text", "blstm_audio", "blstm_control", "word_speech2vec", "transformer_words"):
         assert f"| {name} (" in real_report, name
-    for base in ("minilm", "blstm"):
-        audio_model = json.loads((workdir / "variant_artifacts" / f"{base}_word_pauses" / base / "model" /
-                                  "config.json").read_text())
+    # the Earnings-22 test calls through punctuate: the text model, the speech model and its control
+    earnings22 = (workdir / "reports" / "earnings22_test.md").read_text()
+    assert "| audio_model (MiniLM encoder, words + timing cues) | text + real timings |" in earnings22
+    assert "| audio_control (MiniLM encoder, words + label-free timing cues) | text + real timings |" in earnings22
+    mix = json.loads((workdir / "data" / "pauses" / "mix" / "mix.json").read_text())
+    assert [part["source"] for part in mix["parts"]] == ["ted train (simulated cues)", "earnings22 train (real cues)"]
+    for base, run in (("minilm", "minilm_word_pauses_mix"), ("blstm", "blstm_word_pauses")):
+        audio_model = json.loads((workdir / "variant_artifacts" / run / base / "model" / "config.json").read_text())
         assert audio_model["initialised_from"]["path"] == f"artifacts/{base}/model"
         assert audio_model["metrics"]["steps"] == 4
     # the encoder's model directory carries its tokenizer and configuration (it punctuates without the checkpoint)
@@ -180,7 +189,7 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
     # experiments' runs, and those tuned from another model, do not
     assert {"tune@blstm_word_pauses", "tune@blstm_word_pauses_control", "train_variant@blstm_word_acoustic"} <= rerun
     unrelated = rerun & ({"prepare", "embed", "draw@long", "train@transformer", "evaluate@transformer", "synthesize",
-                          "align", "features", "speech2vec", "train@minilm", "tune@minilm_word_pauses",
+                          "align", "features", "speech2vec", "train@minilm", "tune@minilm_word_pauses_mix",
                           "train_variant@transformer_word_speech"} | feature_sets)
     assert not unrelated
 
@@ -192,6 +201,6 @@ def test_dvc_repro_runs_once_and_reruns_only_what_changed(tmp_path):
                  "evaluate_variant@transformer_word_speech"}
     # the reports read the run's metrics (and evaluate_real its model): they rerun when those bytes changed -- on
     # this tiny corpus both inputs may give the same scores, and metrics hold no times, so they may not
-    assert rerun_run <= swapped <= rerun_run | {"report_variants", "report", "evaluate_real"}
+    assert rerun_run <= swapped <= rerun_run | {"report_variants", "report", "evaluate_real", "evaluate_earnings22"}
     manifest = json.loads((workdir / "data" / "feature_sets" / "word_speech" / "manifest.json").read_text())
     assert manifest["speech"]["combine"] == "concat" and manifest["dim"] == 16

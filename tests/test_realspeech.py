@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
+from corpus.iwslt import read_iwslt
 from corpus.labels import LABELS
 from embeddings.cache import SPEECH_JSON, SPLITS
 from embeddings.speech_sources import PAUSES_FILE
@@ -202,8 +203,11 @@ def test_the_repository_names_both_default_models():
     assert section["text_model"] == f"artifacts/{experiment}/model"
     assert experiment in params["experiments"]
     run = Path(section["audio_model"]).parts[1]
-    assert params["tunings"][run] == {**params["tunings"][run], "from": experiment, "features": "word_pauses"}
-    assert params["embed"]["feature_sets"]["word_pauses"]["speech_source"]["type"] == "pauses"
+    assert params["tunings"][run] == {**params["tunings"][run], "from": experiment, "features": "word_pauses_mix"}
+    speech_set = params["embed"]["feature_sets"]["word_pauses_mix"]
+    # the speech mix: TED's training set with simulated cues, and Earnings-22 train with its real ones
+    assert speech_set["speech_source"]["type"] == "pauses" and speech_set["prepared"] == "data/pauses/mix/prepared"
+    assert params["pauses"]["mix"]["ted"] is True and params["pauses"]["mix"]["earnings22_splits"] == ["train"]
     control = params["tunings"][f"{run}_control"]
     assert section["compare"]["audio_control"] == f"variant_artifacts/{run}_control/{experiment}/model"
     assert params["embed"]["feature_sets"][control["features"]]["speech_source"]["path"].endswith("control")
@@ -238,8 +242,12 @@ def test_punctuate_audio_errors(setup, tmp_path, capsys):
 
 def test_fit_pauses_and_evaluate_real_stages(setup, tmp_path):
     from pipeline import evaluate_real, fit_pauses
+    from realspeech.earnings22 import prepare_earnings22
+    from tests.fixture_earnings22 import write_earnings22
 
     root = setup["root"]
+    earnings22 = tmp_path / "earnings22"
+    prepare_earnings22(write_earnings22(tmp_path / "earnings22_data"), earnings22, progress=False)
     params = yaml.safe_load((Path(cli.__file__).resolve().parents[1] / "params.yaml").read_text())
     params["data"].update(real_speech_dir=str(setup["real"]), real_speech_talks=setup["talks"])
     params["pauses"].update(dropout_span=20, min_pool=5)
@@ -249,10 +257,18 @@ def test_fit_pauses_and_evaluate_real_stages(setup, tmp_path):
     path.write_text(yaml.safe_dump(params))
     assert fit_pauses.main(["--params", str(path), "--prepared", str(root / "prepared"), "--out",
                             str(tmp_path / "pauses"), "--metrics", str(tmp_path / "pauses.json"),
-                            "--talks", setup["talks"][0]]) == 0
+                            "--talks", setup["talks"][0], "--earnings22", str(earnings22)]) == 0
     metrics = json.loads((tmp_path / "pauses.json").read_text())
     assert metrics["pause_model"]["talks"] == [setup["talks"][0]] and metrics["splits"]["ref"]["simulated"] is False
     assert (tmp_path / "pauses" / "control" / "train" / PAUSES_FILE).is_file()
+    # the speech mix: TED's training tokens with their simulated cues, then Earnings-22 train's with their real ones
+    mix = tmp_path / "pauses" / "mix"
+    ted, calls = read_iwslt(root / "prepared" / "train.tsv"), read_iwslt(earnings22 / "train.tsv")
+    assert read_iwslt(mix / "prepared" / "train.tsv").words == ted.words + calls.words
+    timed = np.load(mix / "timed" / "train" / PAUSES_FILE)
+    assert np.array_equal(timed[len(ted):], np.load(earnings22 / "timing" / "train" / PAUSES_FILE))
+    assert np.array_equal(timed[:len(ted)], np.load(tmp_path / "pauses" / "timed" / "train" / PAUSES_FILE))
+    assert metrics["mix"]["train_tokens"] == len(ted) + len(calls)
     assert evaluate_real.main(["--params", str(path), "--out", str(tmp_path / "real.md"), "--metrics",
                                str(tmp_path / "real.json"), "--pause-model", str(tmp_path / "pauses" / "model.json"),
                                "--cross-fitted",
@@ -262,6 +278,18 @@ def test_fit_pauses_and_evaluate_real_stages(setup, tmp_path):
     assert set(result["models"]) == {"text_model", "audio_model", "folds"}
     report = (tmp_path / "real.md").read_text()
     assert "`audio_model` with the real timings against `text_model`" in report and "## The pause model" in report
+
+    # the same chain on a prepared Earnings-22 split's calls, as punctuate reads them (stage evaluate_earnings22)
+    params["punctuate"]["compare"] = {"audio_control": str(setup["audio_model"])}
+    path.write_text(yaml.safe_dump(params))
+    assert evaluate_real.main(["--params", str(path), "--earnings22", str(earnings22 / "calls" / "test"), "--out",
+                               str(tmp_path / "e22.md"), "--metrics", str(tmp_path / "e22.json")]) == 0
+    result = json.loads((tmp_path / "e22.json").read_text())
+    assert set(result["models"]) == {"text_model", "audio_model", "audio_control"}
+    assert set(result["talks"]) == {"c4"} and set(result["models"]["audio_model"]) >= {"text", "timings"}
+    report = (tmp_path / "e22.md").read_text()
+    assert report.startswith("# Earnings-22 test: real earnings calls") and "## Per talk" in report
+    assert "kept for reporting only" in report and "| `c4` |" in report and "## `c4`" not in report
 
 
 def test_the_iwslt_figures_of_a_model_are_the_metrics_that_name_its_directory(tmp_path):

@@ -108,3 +108,56 @@ def test_the_stage_writes_the_splits_the_report_its_figure_and_metrics(tmp_path)
     assert "test (for reporting only)" in text and "CC BY-SA 4.0" in text and "Rev.com" in text
     assert "![cues per label](e22_figures/cues_by_label.png)" in text and (figures / "cues_by_label.png").is_file()
     assert read_iwslt(out / "test.tsv").words == TOKENS
+
+
+def test_the_speech_mix_joins_teds_simulated_cues_and_the_calls_real_ones(prepared, tmp_path):
+    """pauses.mix: TED's tokens and cues, then Earnings-22 train's; the control's real cues are the same values
+    shuffled across the timed words, the missing ones where they were."""
+    from embeddings.speech_sources import PAUSES_FILE
+    from embeddings.timing_features import word_groups
+    from realspeech.speech_mix import shuffled_cues, write_speech_mix
+
+    out = tmp_path / "out"
+    ted = tmp_path / "ted"
+    ted_words = ["so", "we", "do", "n't", "know", "."][:5] * 4
+    ted_labels = ["O", "O", "O", "O", "PERIOD"] * 4
+    from corpus.iwslt import write_iwslt
+
+    for split in ("train", "dev", "ref", "asr"):
+        write_iwslt(ted / "prepared" / f"{split}.tsv", ted_words, ted_labels)
+        for variant, value in (("timed", 0.5), ("control", 0.25)):
+            path = ted / "pauses" / variant / split / PAUSES_FILE
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, np.full((len(ted_words), 3), value, dtype=np.float32) * [1, 1, 0])
+    figures = write_speech_mix(ted / "prepared", ted / "pauses", out, tmp_path / "mix", seed=3)
+    calls = read_iwslt(out / "train.tsv")
+    mixed = read_iwslt(tmp_path / "mix" / "prepared" / "train.tsv")
+    assert mixed.words == ted_words + calls.words and mixed.labels == ted_labels + calls.labels
+    real = np.load(out / "timing" / "train" / PAUSES_FILE)
+    timed = np.load(tmp_path / "mix" / "timed" / "train" / PAUSES_FILE)
+    control = np.load(tmp_path / "mix" / "control" / "train" / PAUSES_FILE)
+    assert np.array_equal(timed[len(ted_words):], real) and (timed[:len(ted_words), 0] == 0.5).all()
+    assert (control[:len(ted_words), 0] == 0.25).all()
+    ours = control[len(ted_words):]
+    assert np.array_equal(ours[:, 2], real[:, 2])  # missing cues stay where they are
+    carriers = word_groups(calls.words) & (real[:, 2] == 0)
+    assert sorted(map(tuple, ours[carriers, :2])) == sorted(map(tuple, real[carriers, :2]))  # the same values...
+    assert not np.array_equal(ours, real)  # ... elsewhere
+    assert np.array_equal(shuffled_cues(calls.words, real, seed=3), shuffled_cues(calls.words, real, seed=3))
+    assert figures["train_tokens"] == len(mixed.words) and [p["source"] for p in figures["parts"]] == [
+        "ted train (simulated cues)", "earnings22 train (real cues)"]
+    assert read_iwslt(tmp_path / "mix" / "prepared" / "dev.tsv").words == ted_words  # IWSLT2011's, as prepared
+    with pytest.raises(ValueError, match="TED's text, Earnings-22's, or both"):
+        write_speech_mix(ted / "prepared", ted / "pauses", out, tmp_path / "none", ted=False, earnings22_splits=[])
+
+
+def test_a_prepared_call_reads_as_a_real_talk(prepared, tmp_path):
+    from realspeech.earnings22 import prepared_calls, read_prepared_call, timed_share
+
+    calls = tmp_path / "out" / "calls" / "test"
+    assert prepared_calls(calls) == ["c4"]
+    talk = read_prepared_call(calls, "c4")
+    assert talk.words[:2] == ("good", "morning") and talk.labels[1] == "COMMA"
+    assert 0.5 < timed_share(calls, ["c4"]) < 1.0  # the untimed stretch
+    with pytest.raises(FileNotFoundError, match="no prepared calls"):
+        prepared_calls(tmp_path)
