@@ -174,7 +174,9 @@ FEATURE_SET_TITLES = {"learned": "learned embeddings", "word": "word (GloVe)", "
                       "word_speech": "word + speech (sum)", "word_occurrence": "word + speech per occurrence (sum)",
                       "word_acoustic": "word ⊕ acoustic features (concat)",
                       "word_pauses": "word ⊕ timing cues (concat)",
-                      "word_pauses_control": "word ⊕ label-free timing cues (control)"}
+                      "word_pauses_control": "word ⊕ label-free timing cues (control)",
+                      "word_pauses_mix": "word ⊕ timing cues, TED + Earnings-22 (concat)",
+                      "word_pauses_mix_control": "word ⊕ label-free timing cues, TED + Earnings-22 (control)"}
 
 
 def collect_variants(variants: dict[str, dict[str, Any]], experiments: dict[str, Any], eval_dir: Path,

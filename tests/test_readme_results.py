@@ -16,6 +16,8 @@ from pipeline.report import main as report_main
 from pipeline.report import summary_text, write_readme
 from pipeline.verify import committed_metrics, committed_reader, git, run_regime, verify_run
 from reporting.results import (
+    EARNINGS22_END,
+    EARNINGS22_START,
     REAL_SPEECH_END,
     REAL_SPEECH_HEADING,
     REAL_SPEECH_START,
@@ -84,19 +86,22 @@ def results_region_problem(repo: Path, params: dict, regime: str) -> str | None:
     return within_spread(repo)
 
 
-def real_speech_region_problem(repo: Path, regime: str) -> str | None:
+def real_speech_region_problem(repo: Path, regime: str, *, report_path: str = "reports/real_speech.md",
+                               start: str = REAL_SPEECH_START, end: str = REAL_SPEECH_END,
+                               stage: str = "evaluate_real") -> str | None:
     """What is wrong with the README's real-speech region (None: nothing): as :func:`results_region_problem`,
-    against the "All talks" table of the evaluate_real stage's report."""
-    shown = marked_region((repo / "README.md").read_text(encoding="utf-8"), start=REAL_SPEECH_START,
-                          end=REAL_SPEECH_END)
-    report = (repo / "reports" / "real_speech.md").read_text(encoding="utf-8")
+    against the "All talks" table of the evaluate_real stage's report (or of another stage's, between other
+    markers: evaluate_earnings22's)."""
+    shown = marked_region((repo / "README.md").read_text(encoding="utf-8"), start=start, end=end)
+    report = (repo / report_path).read_text(encoding="utf-8")
     if shown == markdown_table_after(report, REAL_SPEECH_HEADING) + "\n":
         return None
     if regime == EXACT:
-        return f"README.md's real-speech region is not evaluate_real's table: {REGENERATE}"
-    committed = markdown_table_after(committed_text(repo, "reports/real_speech.md"), REAL_SPEECH_HEADING)
+        return f"README.md's region {start} is not {stage}'s table ({report_path}): {REGENERATE}"
+    committed = markdown_table_after(committed_text(repo, report_path), REAL_SPEECH_HEADING)
     if shown != committed + "\n":
-        return f"README.md's real-speech region is neither this run's table nor the committed one: {REGENERATE}"
+        return (f"README.md's region {start} is neither this run's table of {report_path} nor the committed one: "
+                f"{REGENERATE}")
     return within_spread(repo)
 
 
@@ -122,6 +127,18 @@ def test_the_readme_shows_the_real_speech_table_that_evaluate_real_wrote():
         pytest.skip("the default pipeline's evaluate_real has not run")
     problem = real_speech_region_problem(REPO, readme_regime())
     assert problem is None, problem
+
+
+def test_the_readme_shows_the_earnings22_table_that_evaluate_earnings22_wrote():
+    """The README's Earnings-22 region is the `evaluate_earnings22` stage's "All talks" table, row for row (on the
+    pinned machine; elsewhere as above), and it is not empty once the stage has run."""
+    if not (REPO / "reports" / "earnings22_test.md").exists():
+        pytest.skip("the default pipeline's evaluate_earnings22 has not run")
+    problem = real_speech_region_problem(REPO, readme_regime(), report_path="reports/earnings22_test.md",
+                                         start=EARNINGS22_START, end=EARNINGS22_END, stage="evaluate_earnings22")
+    assert problem is None, problem
+    assert "text + real timings" in marked_region((REPO / "README.md").read_text(encoding="utf-8"),
+                                                  start=EARNINGS22_START, end=EARNINGS22_END)
 
 
 def test_the_readme_tests_are_exact_on_the_pinned_machine_and_use_the_spread_elsewhere(monkeypatch):
@@ -247,7 +264,8 @@ def test_summary_only_rewrites_the_marked_region_and_nothing_else(tmp_path):
     readme.write_text("# Title\n\nBefore.\n\n<!-- results:start -->\nold figures\n<!-- results:end -->\n\nAfter.\n")
     assert report_main(["--params", str(tmp_path / "params.yaml"), "--metrics", str(metrics), "--summary-only",
                         "--summary", str(tmp_path / "summary.md"), "--readme", str(readme),
-                        "--real-speech", str(tmp_path / "no_real_speech_yet.md")]) == 0
+                        "--real-speech", str(tmp_path / "no_real_speech_yet.md"),
+                        "--earnings22", str(tmp_path / "no_earnings22_yet.md")]) == 0
     text = readme.read_text()
     assert text.startswith("# Title\n\nBefore.\n\n<!-- results:start -->\nOverall F1") and "old figures" not in text
     assert text.endswith("<!-- results:end -->\n\nAfter.\n")
@@ -257,7 +275,8 @@ def test_summary_only_rewrites_the_marked_region_and_nothing_else(tmp_path):
     with pytest.raises(ValueError, match="README.md: needs one line <!-- results:start -->"):
         report_main(["--params", str(tmp_path / "params.yaml"), "--metrics", str(metrics), "--summary-only",
                      "--summary", str(tmp_path / "summary.md"), "--readme", str(readme),
-                     "--real-speech", str(tmp_path / "no_real_speech_yet.md")])
+                     "--real-speech", str(tmp_path / "no_real_speech_yet.md"),
+                     "--earnings22", str(tmp_path / "no_earnings22_yet.md")])
 
 
 def test_replace_marked_region_keeps_everything_around_it():
