@@ -37,7 +37,13 @@ def _f1(result: dict[str, Any], split: str) -> float:
 
 
 def machine_label(machine: dict[str, Any] | None) -> str:
-    return "mixed" if machine is None else f"{machine['cpu']}, {machine['cores']} cores"
+    """``AMD EPYC (family 23, model 49), 2 cores, no AVX-512``; results written before the family, model and
+    AVX-512 were recorded show the name and cores alone."""
+    if machine is None:
+        return "mixed"
+    cpu = machine["cpu"] + (f" (family {machine['family']}, model {machine['model']})" if "family" in machine else "")
+    isa = {True: ", AVX-512", False: ", no AVX-512"}.get(machine.get("avx512"), "")
+    return f"{cpu}, {machine['cores']} cores{isa}"
 
 
 def summarise(spec: Spec, results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -173,6 +173,30 @@ def test_minutes_of_two_machines_are_not_compared(tmp_path, monkeypatch):
     assert "(not timed)" in (tmp_path / "mixed" / "out" / "cmp.md").read_text()
 
 
+def test_a_machine_is_its_cpu_generation_not_only_its_model_name(monkeypatch):
+    """Two generations of "AMD EPYC" are two machines: family and model numbers and AVX-512 tell them apart."""
+    from comparisons.report import machine_label
+
+    def cpuinfo(family: str, model: str):
+        return lambda field: {"cpu family": family, "model\t": model}.get(field)
+
+    monkeypatch.setattr(ab, "cpu_model", lambda: "AMD EPYC")
+    monkeypatch.setattr(ab, "_cpuinfo", cpuinfo("23", "49"))
+    monkeypatch.setattr(ab, "cpu_flags", lambda: {"avx2", "fma"})
+    zen2 = ab.machine()
+    assert {k: zen2[k] for k in ("cpu", "family", "model", "avx512")} == {
+        "cpu": "AMD EPYC", "family": 23, "model": 49, "avx512": False}
+    monkeypatch.setattr(ab, "_cpuinfo", cpuinfo("25", "17"))
+    monkeypatch.setattr(ab, "cpu_flags", lambda: {"avx2", "fma", "avx512f"})
+    zen4 = ab.machine()
+    assert zen4 != zen2 and machine_label(zen4).endswith("AVX-512")
+    assert machine_label({**zen2, "cores": 2}) == "AMD EPYC (family 23, model 49), 2 cores, no AVX-512"
+    monkeypatch.setattr(ab, "_cpuinfo", lambda field: None)  # no /proc/cpuinfo: no numbers claimed
+    monkeypatch.setattr(ab, "cpu_flags", lambda: None)
+    assert "family" not in ab.machine() and ab.machine()["avx512"] is False
+    assert machine_label({"cpu": "AMD EPYC", "cores": 2}) == "AMD EPYC, 2 cores"  # results written before
+
+
 def test_no_verdict_until_every_seed_or_without_one_timed_seed(tmp_path, monkeypatch):
     spec_path = write_setup(tmp_path)
     run(tmp_path, spec_path, seeds=[1, 2])
