@@ -5,7 +5,9 @@ decision splits, every figure kept in one result file per arm and seed.
 ``spec.params`` with its overrides (:func:`comparisons.spec.write_arm_params`); each step of its chain is one
 ``python -m pipeline.train`` in a fresh process (:func:`train_in_subprocess`: the pipeline's numerics, pinned by
 ``pipeline/__init__.py``, and the pipeline's own code, so the model is the bytes the pipeline makes with those
-params and ``-S train.seed=N``). The runner is an argument: tests give a fake one.
+params and ``-S train.seed=N``). The runner is an argument: tests give a fake one. A draw an arm adds
+(``+draws.NAME=...``, read as ``data/draws/NAME/features``) is made from the arm's params before any training
+(:func:`prepare_arms`); a draw of ``spec.params`` is the pipeline's (``dvc repro draw@NAME``).
 
 Minutes are the trainer's own wall clock (``wall_seconds``: training, dev evaluations and checkpoints, summed over
 the calls of a resumed run), read from the stage record the step writes (``pipeline.stage.StageRecord``); the
@@ -180,14 +182,75 @@ def _manifest_sha256(features: Path) -> str | None:
     return file_sha256(manifest) if manifest.is_file() else None
 
 
-def prepare_arms(spec: Spec, work: Path) -> dict[str, dict[str, Any]]:
-    """Each arm's params file written (``work/NAME/ARM/params.yaml``) and resolved: ``{arm: {"params_file",
-    "params", "settings", "sha256"}}``."""
-    arms = {}
+#: where draw NAME lies (``data/draws/NAME/features``): the folder dvc.yaml's ``draw@NAME`` and ``pipeline.draw`` write
+DRAWS = Path("data/draws")
+
+#: a draw maker: draws ``draws.NAME`` of the params into ``DRAWS/NAME`` and returns its metrics
+#: (:func:`make_params_draw`)
+DrawMaker = Callable[[dict[str, Any], str, Path], dict[str, Any]]
+
+
+def make_params_draw(params: dict[str, Any], name: str, out: Path) -> dict[str, Any]:
+    """Draw ``draws.NAME`` of ``params`` (resolved) into ``out`` as the draw stage does
+    (:func:`trainset.draws.make_draw`: the words drawn again, the features rebuilt only when they changed); returns
+    the draw's metrics (the stage's)."""
+    from embeddings.cache import read_manifest
+    from trainset.draws import DrawSpecError, draw_metrics, draw_spec, make_draw
+
+    try:
+        spec = draw_spec(params["draws"][name], name)
+    except DrawSpecError as error:
+        raise SpecError(f"params' {error}") from None
+    draw = make_draw(params["data"], params["embed"], spec, out)
+    return draw_metrics(draw, read_manifest(draw.features))
+
+
+def arm_draws(spec: Spec, label: str, params: dict[str, Any], settings: list[dict[str, Any]],
+              base: dict[str, Any]) -> list[str]:
+    """The draws arm ``label``'s chain reads (``DRAWS/NAME/features``) that the run itself makes: those its
+    overrides add to ``spec.params`` (no DVC stage makes them). A draw of ``spec.params`` the arm reads is the
+    pipeline's (``dvc repro draw@NAME``); an arm that changes one is refused, as the pipeline's stage would write the
+    other draw into the same folder."""
+    read = {Path(step["features"]) for step in settings}
+    base_draws, own = base.get("draws") or {}, params.get("draws") or {}
+    names = []
+    for name, value in own.items():
+        if DRAWS / name / "features" not in read:
+            continue
+        if name in base_draws:
+            if base_draws[name] != value:
+                raise SpecError(f"{spec.path}: arm {label} changes draws.{name} of {spec.params}, whose stage "
+                                f"draw@{name} writes {DRAWS / name}: give the arm's draw a name of its own")
+            continue
+        names.append(name)
+    return names
+
+
+def prepare_arms(spec: Spec, work: Path, *, draw_maker: DrawMaker | None = make_params_draw,
+                 log: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
+    """Each arm's params file written (``work/NAME/ARM/params.yaml``) and resolved, and the draws only an arm
+    defines (:func:`arm_draws`) made from its params by ``draw_maker`` (its metrics in ``work/NAME/ARM/draw_D.json``;
+    None: not made, as when only reporting): ``{arm: {"params_file", "params", "settings", "sha256"}}``. Two arms
+    that define one draw differently are refused: they would write one folder."""
+    from experiments.params import load_params
+
+    base, made, arms = load_params(spec.params), {}, {}
     for label, arm in spec.arms.items():
         path = work / spec.name / label / "params.yaml"
         params = write_arm_params(spec, arm, path)
         settings = chain_settings(params, arm)
+        for name in arm_draws(spec, label, params, settings, base):
+            what = {key: params.get(key) for key in ("data", "embed")} | {"draw": params["draws"][name]}
+            if name in made:
+                if made[name][1] != what:
+                    raise SpecError(f"{spec.path}: arms {made[name][0]} and {label} both read {DRAWS / name}, "
+                                    "drawn from other settings: give each arm's draw a name of its own")
+                continue
+            made[name] = (label, what)
+            if draw_maker is not None:
+                log(f"   draw {name} for arm {label}: {DRAWS / name}")
+                metrics = draw_maker(params, name, DRAWS / name)
+                atomic_write_text(path.parent / f"draw_{name}.json", json.dumps(metrics, indent=1) + "\n")
         arms[label] = {"params_file": path, "params": params, "settings": settings,
                        "sha256": arm_sha256(settings, params)}
     return arms
@@ -206,15 +269,16 @@ def check_arms_unchanged(spec: Spec, arms: dict[str, dict[str, Any]], results: l
 
 def run_comparison(spec: Spec, *, seeds: Sequence[int] | None = None, work: Path = DEFAULT_WORK,
                    out: Path = DEFAULT_OUT, runner: Runner = train_in_subprocess,
-                   scorer: Scorer = punctuator_labels, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+                   scorer: Scorer = punctuator_labels, draw_maker: DrawMaker | None = make_params_draw,
+                   log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """Train and score every arm and seed of ``spec`` not yet done (``seeds``: a subset of the spec's), A then B
-    seed by seed; returns every result of the spec."""
+    seed by seed, after making the draws an arm defines (:func:`prepare_arms`); returns every result of the spec."""
     seeds = list(spec.seeds if seeds is None else seeds)
     unknown = sorted(set(seeds) - set(spec.seeds))
     if unknown:
         raise SpecError(f"{spec.path}: seeds {unknown} are not the spec's ({list(spec.seeds)})")
     results = read_results(spec, out)
-    arms = prepare_arms(spec, work)
+    arms = prepare_arms(spec, work, draw_maker=draw_maker, log=log)
     check_arms_unchanged(spec, arms, results)
     done = {(r["arm"], r["seed"]) for r in results}
     for seed in (s for s in spec.seeds if s in seeds):

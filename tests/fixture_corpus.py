@@ -56,6 +56,19 @@ def write_corpus(root: Path, *, talks: int = 40, sentences_per_talk: int = 30) -
     return {"iwslt": iwslt, "ted": ted, "vectors": vectors}
 
 
+def draw_settings(root: Path) -> tuple[dict, dict]:
+    """params' ``data`` and ``embed`` for a draw of a tiny corpus written under ``root`` (30 talks of 20 sentences;
+    ``Talk_4`` held out by name; a default draw of 1,000 training tokens)."""
+    corpus = write_corpus(root / "corpus", talks=30, sentences_per_talk=20)
+    data = {"iwslt_dir": str(corpus["iwslt"]), "ted_talks": str(corpus["ted"]),
+            "eval_splits": {"dev": "dev2012", "ref": "test2011", "asr": "test2011asr"}, "overlap_ngram": 8,
+            "overlap_min_shared_fraction": 0.02, "seed": 3, "excluded_talks": ["Talk_4"], "train_tokens": 1000,
+            "real_speech_dir": str(root), "real_speech_talks": []}
+    embed = {"word_source": {"type": "word2vec-text", "path": str(corpus["vectors"])}, "oov": "random",
+             "vocab_min_count": 1}
+    return data, embed
+
+
 def write_prepared_corpus(corpus_dir: Path, prepared_dir: Path, *, talks: int, sentences_per_talk: int,
                           train_tokens: int) -> dict[str, Path]:
     """A tiny corpus in ``corpus_dir``, prepared into ``prepared_dir``; returns :func:`write_corpus`'s paths."""

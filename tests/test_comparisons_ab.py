@@ -14,10 +14,10 @@ import yaml
 from comparisons import ab
 from comparisons.ab import ComparisonError, TrainCall, run_comparison
 from comparisons.report import score_test_splits, write_report
-from comparisons.spec import load_spec
+from comparisons.spec import SpecError, load_spec
 from corpus.iwslt import read_iwslt, write_iwslt
 from corpus.text import normalize_transcript
-from tests.fixture_corpus import TINY_BLSTM, TINY_TRAIN, talk_text, write_feature_cache
+from tests.fixture_corpus import TINY_BLSTM, TINY_TRAIN, draw_settings, talk_text, write_feature_cache
 
 #: each arm's errors: every n-th mark of the reference predicted as O (a seed moves which ones)
 DROP_EVERY = {"A": 3, "B": 5}
@@ -399,3 +399,77 @@ def test_a_training_another_comparison_made_is_reused_not_repeated(tmp_path):
     reused = next(r for r in results if r["arm"] == "A")
     assert reused["chain"][0]["reused_from"].endswith("cmp/B/seed1/artifacts/x/model")
     assert reused["minutes"] == MINUTES["B"]  # its minutes are the training's own, on its machine
+
+
+class FakeDrawMaker:
+    """Writes a draw's manifest naming what it was drawn from, as the draw stage's features would."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, object]] = []
+
+    def __call__(self, params: dict, name: str, out: Path) -> dict:
+        self.calls.append((name, params["draws"][name]))
+        (out / "features").mkdir(parents=True, exist_ok=True)
+        (out / "features" / "manifest.json").write_text(json.dumps({"draw": params["draws"][name]}))
+        return {"draw": name, "tokens": params["draws"][name]}
+
+
+def draw_setup(root: Path, base_draws: dict, arm_b: dict) -> Path:
+    spec_path = write_setup(root, seeds=[1])
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    (root / "params.yaml").write_text(yaml.safe_dump({**params, "draws": base_draws}))
+    spec = yaml.safe_load(spec_path.read_text())
+    spec["arms"]["B"] = arm_b
+    spec_path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    return spec_path
+
+
+def test_a_draw_only_an_arm_defines_is_made_from_its_params_before_it_trains(tmp_path, monkeypatch):
+    """Arm B adds draws.more and reads it: the run draws it into data/draws/more from B's params (its metrics beside
+    B's params), before any training, and once per run; A reads the pipeline's draw, which the run leaves alone."""
+    monkeypatch.chdir(tmp_path)
+    spec_path = draw_setup(tmp_path, {"long": 900}, {
+        "what": "more text", "overrides": ["+draws.more={tokens: 1200}"],
+        "train": [{"experiment": "x", "features": "data/draws/more/features"}]})
+    draws, order = FakeDrawMaker(), []
+    trainer = FakeTrainer()
+    results = run_comparison(load_spec(spec_path), work=tmp_path / "work", out=tmp_path / "out",
+                             runner=lambda call: order.append(("train", len(draws.calls))) or trainer(call),
+                             scorer=fake_scorer(tmp_path), draw_maker=draws, log=lambda _: None)
+    assert draws.calls == [("more", {"tokens": 1200})] and order[0] == ("train", 1)
+    assert json.loads((tmp_path / "work" / "cmp" / "B" / "draw_more.json").read_text())["draw"] == "more"
+    b = next(r for r in results if r["arm"] == "B")
+    assert b["chain"][0]["features"] == "data/draws/more/features" and b["chain"][0]["features_manifest_sha256"]
+    assert not (tmp_path / "data" / "draws" / "long").exists()
+
+
+def test_an_arm_that_redefines_the_pipelines_draw_or_two_arms_one_draw_are_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    reads_long = {"experiment": "x", "features": "data/draws/long/features"}
+    spec_path = draw_setup(tmp_path, {"long": 900}, {"what": "longer", "overrides": ["draws.long=2000"],
+                                                    "train": [reads_long]})
+    draws = FakeDrawMaker()
+    with pytest.raises(SpecError, match=r"arm B changes draws\.long of .*draw@long writes data/draws/long"):
+        run_comparison(load_spec(spec_path), work=tmp_path / "work", out=tmp_path / "out", runner=FakeTrainer(),
+                       scorer=fake_scorer(tmp_path), draw_maker=draws, log=lambda _: None)
+    spec = yaml.safe_load(spec_path.read_text())
+    reads_own = {"experiment": "x", "features": "data/draws/own/features"}
+    spec["arms"]["A"] = {"what": "own", "overrides": ["+draws.own=1000"], "train": [reads_own]}
+    spec["arms"]["B"] = {"what": "own, longer", "overrides": ["+draws.own=2000"], "train": [reads_own]}
+    spec_path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    with pytest.raises(SpecError, match=r"arms A and B both read data/draws/own, drawn from other settings"):
+        run_comparison(load_spec(spec_path), work=tmp_path / "work", out=tmp_path / "out", runner=FakeTrainer(),
+                       scorer=fake_scorer(tmp_path), draw_maker=draws, log=lambda _: None)
+    assert draws.calls == [("own", 1000)]  # A's was drawn before B's was found to differ; nothing trained
+
+
+def test_the_draw_maker_draws_as_the_draw_stage_does(tmp_path):
+    """make_params_draw on a tiny corpus: the draw's words and features where the stage writes them, its metrics
+    the stage's (tokens, talks, exclusions); a draw that is no count of tokens is named."""
+    data, embed = draw_settings(tmp_path)
+    params = {"data": data, "embed": embed, "draws": {"own": 2000, "bad": "2k"}}
+    metrics = ab.make_params_draw(params, "own", tmp_path / "draws" / "own")
+    assert (tmp_path / "draws" / "own" / "features" / "manifest.json").is_file()
+    assert 1000 < metrics["tokens"]["train"] <= 2000 and "Talk_4" in json.dumps(metrics["exclusions"])
+    with pytest.raises(SpecError, match=r"draws\.bad is"):
+        ab.make_params_draw(params, "bad", tmp_path / "draws" / "bad")

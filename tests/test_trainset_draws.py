@@ -7,21 +7,14 @@ from pathlib import Path
 import pytest
 
 from corpus.iwslt import read_iwslt
-from tests.fixture_corpus import write_corpus
+from tests.fixture_corpus import draw_settings
 from trainset.draws import draw_features
 from trainset.from_params import prepare_from_params
 
 
 @pytest.fixture()
 def settings(tmp_path):
-    corpus = write_corpus(tmp_path / "corpus", talks=30, sentences_per_talk=20)
-    data = {"iwslt_dir": str(corpus["iwslt"]), "ted_talks": str(corpus["ted"]),
-            "eval_splits": {"dev": "dev2012", "ref": "test2011", "asr": "test2011asr"}, "overlap_ngram": 8,
-            "overlap_min_shared_fraction": 0.02, "seed": 3, "excluded_talks": ["Talk_4"], "train_tokens": 1000,
-            "real_speech_dir": str(tmp_path), "real_speech_talks": []}
-    embed = {"word_source": {"type": "word2vec-text", "path": str(corpus["vectors"])}, "oov": "random",
-             "vocab_min_count": 1}
-    return data, embed
+    return draw_settings(tmp_path)
 
 
 def talks(prepared: Path) -> list[str]:
