@@ -97,26 +97,27 @@ def verdict(spec: Spec, summary: dict[str, Any]) -> dict[str, Any]:
     for split, figures in summary["splits"].items():
         effect = rule.min_effect[split]
         floor = min(effect, 0.0)  # a gain is asked for above 0; a bounded loss above its bound
-        checks.append({"rule": f"{split}: mean gain {figures['mean_gain']:+.2f} >= {effect:+g} F1",
+        checks.append({"rule": f"{split}: mean gain at least {effect:+g} F1 (it is {figures['mean_gain']:+.2f})",
                        "holds": figures["mean_gain"] >= effect})
         if rule.interval_above_zero:
             low = figures["bootstrap"]["low"]
-            checks.append({"rule": f"{split}: the {100 * spec.level:g} % interval's lower bound {low:+.2f} > "
-                                   f"{floor:+g}", "holds": low > floor})
+            checks.append({"rule": f"{split}: the {100 * spec.level:g} % interval's lower bound above {floor:+g} "
+                                   f"(it is {low:+.2f})", "holds": low > floor})
         if rule.every_seed:
             checks.append({"rule": f"{split}: B − A above {floor:+g} on every seed "
-                                   f"({', '.join(f'{g:+.2f}' for g in figures['gains'])})",
+                                   f"(it is {', '.join(f'{g:+.2f}' for g in figures['gains'])})",
                            "holds": all(g > floor for g in figures["gains"])})
     if rule.max_extra_minutes is not None:
         extra = summary["extra_minutes"]
         if extra is None:
             return {"keep": None, "checks": checks, "why": "not decided: no seed has both arms timed on one machine "
                                                            "(minutes of two machines are not compared)"}
-        checks.append({"rule": f"minutes: B {extra:+.1f} over A (mean of {summary['timed_seeds']} seeds timed on one "
-                               f"machine) <= {rule.max_extra_minutes:g}", "holds": extra <= rule.max_extra_minutes})
+        checks.append({"rule": f"minutes: B at most {rule.max_extra_minutes:g} over A (it is {extra:+.1f}, the mean of "
+                               f"{summary['timed_seeds']} seeds timed on one machine)",
+                       "holds": extra <= rule.max_extra_minutes})
     failed = [check["rule"] for check in checks if not check["holds"]]
     if failed:
-        return {"keep": "A", "checks": checks, "why": "B not kept: " + "; ".join(failed)}
+        return {"keep": "A", "checks": checks, "why": "B not kept, these parts fail: " + "; ".join(failed)}
     return {"keep": "B", "checks": checks, "why": "every part of the keep rule holds"}
 
 

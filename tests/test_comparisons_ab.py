@@ -217,7 +217,7 @@ def test_b_is_not_kept_when_a_part_of_the_rule_fails(tmp_path, keep_rule, failin
     spec_path = write_setup(tmp_path, keep_rule=keep_rule)
     run(tmp_path, spec_path)
     decided = write_report(load_spec(spec_path), tmp_path / "out")["verdict"]
-    assert decided["keep"] == "A" and decided["why"].startswith("B not kept: ") and failing in decided["why"]
+    assert decided["keep"] == "A" and decided["why"].startswith("B not kept, these parts fail: ") and failing in decided["why"]
 
 
 def test_test_splits_are_scored_only_after_the_verdict_and_choose_nothing(tmp_path):
@@ -331,8 +331,8 @@ def test_a_split_with_timings_gives_the_scorer_its_cues_and_a_bounded_loss_decid
     assert sum(timing is None for timing in scorer.timings) == 6  # the split without timing gets none
     summary = write_report(load_spec(spec_path), tmp_path / "out")
     checks = [check["rule"] for check in summary["verdict"]["checks"]]
-    assert any(rule.startswith("dev: mean gain") and ">= -0.5 F1" in rule for rule in checks)
-    assert any(rule.startswith("dev_timed: the 95 % interval") and "> +0" in rule for rule in checks)
+    assert any(rule.startswith("dev: mean gain") and "at least -0.5 F1" in rule for rule in checks)
+    assert any(rule.startswith("dev_timed: the 95 % interval") and "above +0" in rule for rule in checks)
     assert summary["verdict"]["keep"] == "B"
     np.save(tmp_path / "dev_timing.npy", cues[:-1])  # cues that are not the split's tokens
     (tmp_path / "out" / "cmp").rename(tmp_path / "out" / "old")
