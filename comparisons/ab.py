@@ -192,17 +192,14 @@ DrawMaker = Callable[[dict[str, Any], str, Path], dict[str, Any]]
 
 def make_params_draw(params: dict[str, Any], name: str, out: Path) -> dict[str, Any]:
     """Draw ``draws.NAME`` of ``params`` (resolved) into ``out`` as the draw stage does
-    (:func:`trainset.draws.make_draw`: the words drawn again, the features rebuilt only when they changed); returns
-    the draw's metrics (the stage's)."""
-    from embeddings.cache import read_manifest
-    from trainset.draws import DrawSpecError, draw_metrics, draw_spec, make_draw
+    (:func:`trainset.draws.draw_from_params`: the words drawn again, the features rebuilt only when they changed);
+    returns the draw's metrics (the stage's)."""
+    from trainset.draws import DrawSpecError, draw_from_params
 
     try:
-        spec = draw_spec(params["draws"][name], name)
+        return draw_from_params(params, name, out)[1]
     except DrawSpecError as error:
         raise SpecError(f"params' {error}") from None
-    draw = make_draw(params["data"], params["embed"], spec, out)
-    return draw_metrics(draw, read_manifest(draw.features))
 
 
 def arm_draws(spec: Spec, label: str, params: dict[str, Any], settings: list[dict[str, Any]],

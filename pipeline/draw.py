@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from embeddings.cache import read_manifest
-from experiments.params import require
 from pipeline.stage import stage_parser, start, write_metrics
-from trainset.draws import DrawSpecError, draw_metrics, draw_spec, make_draw
+from trainset.draws import DrawSpecError, draw_from_params
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -29,16 +27,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--metrics", help="metrics (default: metrics/draws/DRAW.json)")
     args, params = start(parser, argv, log=True)
 
-    draws = params.get("draws") or {}
-    if args.draw not in draws:
-        raise SystemExit(f"error: params' draws has no entry {args.draw!r} (has {sorted(draws)})")
     try:
-        spec = draw_spec(draws[args.draw], args.draw)
+        draw, metrics = draw_from_params(params, args.draw, args.out or f"data/draws/{args.draw}")
     except DrawSpecError as error:
         raise SystemExit(f"error: params' {error}") from None
-    embed = require(params, "embed", "params")
-    draw = make_draw(require(params, "data", "params"), embed, spec, args.out or f"data/draws/{args.draw}")
-    metrics = draw_metrics(draw, read_manifest(draw.features))
     write_metrics(args.metrics or f"metrics/draws/{args.draw}.json", metrics)
     appended = "".join(f" + {name} ({figures['tokens']:,} tokens of {figures['calls']} calls)"
                        for name, figures in draw.extra.items())

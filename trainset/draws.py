@@ -145,6 +145,21 @@ def make_draw(data: Mapping[str, Any], embed: Mapping[str, Any], spec: DrawSpec 
     return Draw(spec, out_dir / PREPARED_DIR, features, prepared.report, extra)
 
 
+def draw_from_params(params: Mapping[str, Any], name: str, out_dir: str | Path) -> tuple[Draw, dict[str, Any]]:
+    """Params' draw ``draws.NAME`` (params resolved: their ``data`` and ``embed`` sections read) made into
+    ``out_dir`` (:func:`make_draw`), and its metrics (:func:`draw_metrics`): what the draw stage writes. A draw the
+    params lack, or one that is no count of tokens, is a :class:`DrawSpecError`."""
+    from embeddings.cache import read_manifest
+    from experiments.params import require
+
+    draws = params.get("draws") or {}
+    if name not in draws:
+        raise DrawSpecError(f"draws has no entry {name!r} (has {sorted(draws)})")
+    spec = draw_spec(draws[name], name)
+    draw = make_draw(require(params, "data", "params"), require(params, "embed", "params"), spec, out_dir)
+    return draw, draw_metrics(draw, read_manifest(draw.features))
+
+
 def draw_features(data: Mapping[str, Any], embed: Mapping[str, Any], train_tokens: int, out_dir: str | Path) -> Path:
     """The word features of params' ``data`` drawn to ``train_tokens`` training tokens (:func:`make_draw`):
     ``out_dir/features``, the words in ``out_dir/prepared``."""
