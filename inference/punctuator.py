@@ -227,6 +227,15 @@ class Punctuator:
             return []
         return self._decode([self._model_inputs(words, timing)], False, progress)[0]
 
+    def predict_label_probabilities(self, words: list[str], timing: np.ndarray | None = None,
+                                    progress=None) -> tuple[list[str], np.ndarray]:
+        """:meth:`predict_labels` with each token's probability of each label ``(N, labels)``, in
+        :data:`corpus.labels.LABELS` order: the labels are exactly :meth:`predict_labels`' (module docstring)."""
+        if not words:
+            return [], np.zeros((0, len(LABELS)), dtype=np.float32)
+        labels, probabilities = self._decode([self._model_inputs(words, timing)], True, progress)[0]
+        return labels, np.asarray(probabilities)
+
     # -- text -> labels -----------------------------------------------------------------------------------
 
     def punctuate(self, text: str) -> tuple[list[str], list[str]]:

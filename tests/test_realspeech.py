@@ -101,6 +101,25 @@ def test_the_timing_model_reads_speech_and_text_alone(setup):
         audio.predict_labels(tokens, raw[:-1])
 
 
+def test_label_probabilities_go_with_the_labels(setup):
+    from corpus.user_text import split_user_text
+    from inference.punctuator import Punctuator
+    from inference.speech_input import match_timings, read_timing_rows, timing_raw
+
+    talk = read_real_talk(setup["real"], setup["talks"][0])
+    split = split_user_text(talk.text)
+    tokens = [t for w in split.words for t in w.tokens]
+    raw = timing_raw(split, *match_timings(split, read_timing_rows(talk.timings_path)))
+    audio = Punctuator(setup["audio_model"])
+    for timing in (None, raw):
+        labels, probabilities = audio.predict_label_probabilities(tokens, timing)
+        assert labels == audio.predict_labels(tokens, timing)
+        assert probabilities.shape == (len(tokens), len(LABELS))
+        np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+        assert [LABELS[i] for i in probabilities.argmax(axis=1)] == labels
+    assert audio.predict_label_probabilities([], None)[1].shape == (0, len(LABELS))
+
+
 def test_evaluate_real_speech_and_its_report(setup, tmp_path):
     talks = setup["talks"]
     models = {"text_model": setup["text_model"], "audio_model": setup["audio_model"],
