@@ -56,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["mix"] = write_speech_mix(args.prepared, out, args.earnings22 if mix.get("earnings22_splits") else None,
                                          out / "mix", ted=bool(mix.get("ted", True)),
                                          earnings22_splits=list(mix.get("earnings22_splits") or []),
-                                         seed=int(mix.get("seed", 22)))
+                                         seed=int(mix.get("seed", 22)),
+                                         ted_cues=str(mix.get("ted_cues", "simulated")))
     report["seconds"] = round(time.perf_counter() - started, 1)
     write_metrics(args.metrics, report, echo=True)
     return 0

@@ -20,6 +20,10 @@ file                                   what
                                        to, so they tell nothing of its mark
 =====================================  ===========================================================================
 
+``ted_cues``: ``simulated`` (the default) gives TED's tokens the cues above; ``missing`` gives them none (every
+token flagged missing, in both folders), so what a pause means is learned from Earnings-22's real cues alone while
+TED's text still keeps the text-only reading.
+
 Missing cues stay where they are in both (an untimed word is a cue of its own: the flag, never a zero pause), so
 the speech model and its control differ only in where the timed values sit.
 """
@@ -36,12 +40,14 @@ import numpy as np
 
 from corpus.iwslt import read_iwslt, write_iwslt
 from embeddings.speech_sources import PAUSES_FILE
-from embeddings.timing_features import word_groups
+from embeddings.timing_features import missing_raw, word_groups
 
 #: the IWSLT2011 splits copied as they are: the tunings' dev evaluations and the evaluate stage's test sets
 COPIED_SPLITS = ("dev", "ref", "asr")
 TIMED, CONTROL = "timed", "control"
 PREPARED = "prepared"
+#: what TED's tokens carry: their simulated cues, or none (every token missing)
+TED_CUES = ("simulated", "missing")
 
 
 def shuffled_cues(tokens: Sequence[str], raw: np.ndarray, *, seed: int) -> np.ndarray:
@@ -67,8 +73,8 @@ def _cues(folder: Path, split: str, n: int) -> np.ndarray:
 
 
 def write_speech_mix(prepared: str | Path, pauses: str | Path, earnings22: str | Path | None, out_dir: str | Path,
-                     *, ted: bool = True, earnings22_splits: Sequence[str] = ("train",), seed: int = 22
-                     ) -> dict[str, Any]:
+                     *, ted: bool = True, earnings22_splits: Sequence[str] = ("train",), seed: int = 22,
+                     ted_cues: str = "simulated") -> dict[str, Any]:
     """Write the speech models' training set under ``out_dir`` (module docstring) from the prepared IWSLT2011/TED
     splits (``prepared``), their cues (``pauses``: ``timed/`` and ``control/`` of the fit_pauses stage) and the
     prepared Earnings-22 (``earnings22``: ``SPLIT.tsv``, ``timing/SPLIT/timing.npy``); returns its figures."""
@@ -77,6 +83,8 @@ def write_speech_mix(prepared: str | Path, pauses: str | Path, earnings22: str |
         raise ValueError("a speech training set needs TED's text, Earnings-22's, or both")
     if earnings22_splits and earnings22 is None:
         raise ValueError(f"Earnings-22 splits {list(earnings22_splits)} asked for, but no prepared Earnings-22 given")
+    if ted_cues not in TED_CUES:
+        raise ValueError(f"ted_cues must be one of {list(TED_CUES)}, got {ted_cues!r}")
     if out_dir.exists():
         shutil.rmtree(out_dir)
     words: list[str] = []
@@ -88,9 +96,13 @@ def write_speech_mix(prepared: str | Path, pauses: str | Path, earnings22: str |
         data = read_iwslt(prepared / "train.tsv")
         words += data.words
         labels += data.labels
-        timed.append(_cues(pauses / TIMED, "train", len(data)))
-        control.append(_cues(pauses / CONTROL, "train", len(data)))
-        parts.append({"source": "ted train (simulated cues)", "tokens": len(data)})
+        if ted_cues == "simulated":
+            timed.append(_cues(pauses / TIMED, "train", len(data)))
+            control.append(_cues(pauses / CONTROL, "train", len(data)))
+        else:
+            timed.append(missing_raw(len(data)))
+            control.append(missing_raw(len(data)))
+        parts.append({"source": f"ted train ({ted_cues} cues)", "tokens": len(data)})
     for index, split in enumerate(earnings22_splits):
         data = read_iwslt(Path(earnings22) / f"{split}.tsv")
         real = _cues(Path(earnings22) / "timing", split, len(data))

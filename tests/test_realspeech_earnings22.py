@@ -149,6 +149,14 @@ def test_the_speech_mix_joins_teds_simulated_cues_and_the_calls_real_ones(prepar
     assert read_iwslt(tmp_path / "mix" / "prepared" / "dev.tsv").words == ted_words  # IWSLT2011's, as prepared
     with pytest.raises(ValueError, match="TED's text, Earnings-22's, or both"):
         write_speech_mix(ted / "prepared", ted / "pauses", out, tmp_path / "none", ted=False, earnings22_splits=[])
+    # TED's tokens without cues: every one flagged missing in both folders; the calls' cues as before
+    write_speech_mix(ted / "prepared", ted / "pauses", out, tmp_path / "real_only", seed=3, ted_cues="missing")
+    for variant, expected in (("timed", timed), ("control", control)):
+        cues = np.load(tmp_path / "real_only" / variant / "train" / PAUSES_FILE)
+        assert (cues[:len(ted_words), 2] == 1).all() and not cues[:len(ted_words), :2].any()
+        assert np.array_equal(cues[len(ted_words):], expected[len(ted_words):])
+    with pytest.raises(ValueError, match="ted_cues must be one of"):
+        write_speech_mix(ted / "prepared", ted / "pauses", out, tmp_path / "bad", ted_cues="none")
 
 
 def test_a_prepared_call_reads_as_a_real_talk(prepared, tmp_path):
