@@ -3,8 +3,8 @@ to back on one machine.
 
     python -m benchmarks.earnings22_cost [--rounds 1] [--work runs/earnings22_cost] [--json FILE]
 
-Issue 61 bounds the pipeline's growth at 10 minutes. Two complete ``dvc repro`` runs back to back take hours on two
-cores; most of their stages are the same work before and after. This runs only the stages that differ:
+Earnings-22 may add at most 10 minutes to the default pipeline. Two complete ``dvc repro`` runs back to back take
+hours on two cores; most of their stages are the same work before and after. This runs only the stages that differ:
 
 =========  =======================================================================================================
 arm        stages (each as its DVC command runs it: ``python -m pipeline.X`` with the stage's arguments)
