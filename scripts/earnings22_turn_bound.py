@@ -9,8 +9,8 @@ could give: a model's labels of Earnings-22 dev scored as they are, and again wi
 that ends a speaker's turn. A model is a model directory (labelled here through ``punctuate``'s decoding path, with
 the calls' real word times where it reads them, on the ``evaluate`` settings of ``--params``) or a
 ``word<TAB>LABEL`` file of its labels (as the comparisons write them under
-``runs/comparisons/SPEC/ARM/seedN/predictions/``). The difference is an upper bound: a real turn cue can do no better than the gold
-label there, and it changes nothing elsewhere.
+``runs/comparisons/SPEC/ARM/seedN/predictions/``). The difference is an upper bound: a real turn cue can do no
+better than the gold label there, and it changes nothing elsewhere.
 
 The turns are read from the calls' ``.nlp`` files (:func:`realspeech.earnings22.call_cues`, as the
 ``prepare_earnings22`` stage reads them); the tokens must be ``data/earnings22/dev.tsv``'s, call by call. No test
