@@ -89,7 +89,7 @@ def arm_stages(arm: str, params: Path, work: Path, shared: Path) -> list[tuple[s
     fit = [PYTHON, "-m", "pipeline.fit_pauses", "--params", str(params), "--prepared", "data/prepared", "--out",
            str(out / "pauses"), "--metrics", str(out / "pauses.json")]
     if arm == "before":
-        return [("fit_pauses", fit + ["--earnings22", "data/earnings22"])] + [
+        return [("fit_pauses", fit)] + [
             (f"tune@{name}", tune(params, name, shared / "feature_sets" / name.removeprefix("minilm_"), out))
             for name in BEFORE_TUNINGS]
     earnings22 = out / "earnings22"

@@ -33,34 +33,33 @@ pin_numerics()  # the pipeline's numerics, before numpy loads (experiments/numer
 
 import numpy as np  # noqa: E402
 
-from comparisons.bootstrap import f1_from_confusions  # noqa: E402
 from corpus.earnings22 import call_path, read_call  # noqa: E402
 from corpus.io import atomic_write_text  # noqa: E402
 from corpus.iwslt import read_iwslt  # noqa: E402
 from corpus.labels import LABELS, PUNCTUATION_CLASSES  # noqa: E402
-from corpus.talks import train_talks  # noqa: E402
-from evaluation.scoring import confusion_matrix  # noqa: E402
+from corpus.talks import Talk, train_talks  # noqa: E402
+from evaluation.scoring import score_labels  # noqa: E402
 from realspeech.earnings22 import call_cues  # noqa: E402
 
 
-def turn_ends(calls_dir: Path, split_tsv: Path, talks_tsv: Path) -> tuple[list[str], list[str], np.ndarray]:
-    """The split's tokens, labels, and whether each token ends a speaker's turn (the next word is another
-    speaker's), checked against the prepared split call by call."""
-    split = read_iwslt(split_tsv)
-    turn = np.zeros(len(split.words), dtype=bool)
-    for talk in train_talks(split_tsv, talks_tsv):
+def turn_ends(calls_dir: Path, split_tsv: Path, talks_tsv: Path) -> tuple[list[Talk], np.ndarray]:
+    """The split's calls (its talks, tiling the split) and whether each token ends a speaker's turn (the next word
+    is another speaker's), the calls' tokens checked against the prepared split's."""
+    talks = train_talks(split_tsv, talks_tsv)
+    turn = np.zeros(sum(talk.tokens for talk in talks), dtype=bool)
+    for talk in talks:
         path = call_path(calls_dir, talk.talk_id)
         cues = call_cues(read_call(path, talk.talk_id))
         if cues.tokens != talk.words:
             raise ValueError(f"{split_tsv}: call {talk.talk_id}'s tokens are not those of {path}")
         turn[talk.first_token:talk.first_token + talk.tokens] = cues.turn
-    return list(split.words), list(split.labels), turn
+    return talks, turn
 
 
 def f1(reference: list[str], predicted: list[str]) -> tuple[float, dict[str, float]]:
-    micro, per_class = f1_from_confusions(confusion_matrix(reference, predicted))
-    return round(100 * float(micro), 2), {c: round(100 * float(per_class[i]), 2)
-                                          for i, c in enumerate(PUNCTUATION_CLASSES)}
+    """Overall and per-class F1 in points, by the project's scorer."""
+    scores = score_labels(reference, predicted)
+    return round(100 * scores["OVERALL"]["f1"], 2), {c: round(100 * scores[c]["f1"], 2) for c in PUNCTUATION_CLASSES}
 
 
 def turn_bound(labels: list[str], predicted: list[str], turn: np.ndarray) -> dict[str, Any]:
@@ -85,10 +84,10 @@ def model_labels(source: Path, words: list[str], timing: np.ndarray, evaluate: d
 
 
 def read_predictions(path: Path, words: list[str]) -> list[str]:
-    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line]
-    if [row[0] for row in rows] != words:
-        raise ValueError(f"{path}: its words are not the split's ({len(rows)} rows, {len(words)} tokens)")
-    return [row[1] for row in rows]
+    predicted = read_iwslt(path)
+    if list(predicted.words) != words:
+        raise ValueError(f"{path}: its words are not the split's ({len(predicted.words)} rows, {len(words)} tokens)")
+    return list(predicted.labels)
 
 
 def markdown(figures: dict[str, Any]) -> str:
@@ -126,11 +125,12 @@ def main(argv: list[str] | None = None) -> int:
 
     named = dict(item.split("=", 1) for item in args.models)
     evaluate = load_params(args.params)["evaluate"]
-    words, labels, turn = turn_ends(args.calls, args.earnings22 / "dev.tsv", args.earnings22 / "dev_talks.tsv")
+    talks, turn = turn_ends(args.calls, args.earnings22 / "dev.tsv", args.earnings22 / "dev_talks.tsv")
+    words = [word for talk in talks for word in talk.words]
+    labels = [label for talk in talks for label in talk.labels]
     timing = np.load(args.earnings22 / "timing" / "dev" / "timing.npy")
     figures: dict[str, Any] = {
-        "tokens": len(words), "calls": len(train_talks(args.earnings22 / "dev.tsv", args.earnings22 / "dev_talks.tsv")),
-        "turn_ends": int(turn.sum()),
+        "tokens": len(words), "calls": len(talks), "turn_ends": int(turn.sum()),
         "turn_end_labels": {label: int(sum(labels[i] == label for i in np.flatnonzero(turn))) for label in LABELS},
         "models_read": named,
         "models": {name: turn_bound(labels, model_labels(Path(path), words, timing, evaluate), turn)

@@ -33,7 +33,10 @@ def test_turn_ends_come_from_the_calls_and_the_report_names_each_model(tmp_path)
     data = write_earnings22(tmp_path / "earnings22")
     prepare_earnings22(data, tmp_path / "prepared")
     split = tmp_path / "prepared"
-    words, labels, turn = turn_bound.turn_ends(data, split / "dev.tsv", split / "dev_talks.tsv")
+    talks, turn = turn_bound.turn_ends(data, split / "dev.tsv", split / "dev_talks.tsv")
+    words = [word for talk in talks for word in talk.words]
+    labels = [label for talk in talks for label in talk.labels]
+    assert [talk.talk_id for talk in talks] == ["c3"] and len(turn) == len(words)
     # the dev call's turns: after "questions" (speaker 0 to 1) and after "margin" (1 to 0; the annotation's period)
     ends = [(words[i], labels[i]) for i in range(len(words)) if turn[i]]
     assert ends == [("questions", "QUESTION"), ("margin", "PERIOD")]
