@@ -1,0 +1,64 @@
+"""benchmarks/pipeline_pair.py: the data links a clone reads through, and the comparison of two arm records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks import pipeline_pair
+
+
+def _record(commit: str, started: str, ended: str, stages: dict[str, float], repro_s: float, **extra) -> dict:
+    return {"commit": commit, "machine": "AMD EPYC, 2 cores, AVX-512", "started": started, "ended": ended,
+            "setup_s": 90.0, "repro_s": repro_s, "stages_s": stages, "stages_total_s": sum(stages.values()),
+            "dvc_status_clean": True, "dvc_status": {}, "tracked_files_changed": [], **extra}
+
+
+def test_a_clone_under_work_reads_the_data_the_repository_reads(tmp_path):
+    repo, data = tmp_path / "home" / "repo", tmp_path / "home" / "shared" / "data"
+    repo.mkdir(parents=True)
+    data.mkdir(parents=True)
+    (repo / "params.yaml").write_text(yaml.safe_dump({"data": {
+        "iwslt_dir": "../shared/data/iwslt2011", "earnings22_dir": "../shared/data/earnings22",
+        "inside": "data/local", "absolute": "/srv/corpus"}}), encoding="utf-8")
+    work = tmp_path / "pair"
+    links = pipeline_pair.link_outside_data(repo, work)
+    assert links == [work / "shared"]
+    assert (work / "shared").resolve() == (tmp_path / "home" / "shared").resolve()
+    # a clone at work/before resolves ../shared/data to the repository's data
+    assert (work / "before" / ".." / "shared" / "data").resolve() == data.resolve()
+    assert pipeline_pair.link_outside_data(repo, work) == links  # again: the link is kept
+    (work / "shared").unlink()
+    (work / "shared").mkdir()
+    with pytest.raises(SystemExit, match="not a link"):
+        pipeline_pair.link_outside_data(repo, work)
+
+
+def test_the_comparison_sets_each_stage_and_the_totals_side_by_side():
+    before = _record("a" * 40, "2026-12-03T09:00:00+00:00", "2026-12-03T10:30:00+00:00",
+                     {"prepare": 40.0, "train@minilm": 2000.0}, 2100.0)
+    after = _record("b" * 40, "2026-12-03T10:31:00+00:00", "2026-12-03T12:10:00+00:00",
+                    {"prepare": 41.0, "train@minilm": 2010.0, "evaluate_earnings22": 280.0}, 2400.0)
+    table = pipeline_pair.compare_markdown(before, after)
+    assert "| train@minilm | 2000 | 2010 | +10 |" in table
+    assert "| evaluate_earnings22 | – | 280 | +280 |" in table      # a stage only the after arm has
+    assert "| **`dvc repro`, wall** | 2100 | 2400 | +300 |" in table
+    assert "grows by **+5.0 min** (35.0 to 40.0)" in table
+    assert "1 min after the first ended (back to back)" in table
+    assert "not one machine" not in table
+
+
+def test_the_comparison_says_when_the_runs_do_not_hold_as_one():
+    before = _record("a" * 40, "2026-12-03T09:00:00+00:00", "2026-12-03T10:30:00+00:00", {"prepare": 40.0}, 60.0)
+    after = _record("b" * 40, "2026-12-04T09:00:00+00:00", "2026-12-04T10:00:00+00:00", {"prepare": 40.0}, 60.0,
+                    machine="Intel Xeon, 2 cores, no AVX-512", dvc_status_clean=False,
+                    tracked_files_changed=[" M dvc.lock"])
+    table = pipeline_pair.compare_markdown(before, after)
+    assert "1350 min after the first ended: not back to back" in table
+    assert "**not one machine**" in table
+    assert "The after run: `dvc status` not clean, 1 tracked files changed:  M dvc.lock." in table
+    # the gap runs from the earlier run's end, whichever arm ran first
+    earlier_after = after | {"started": "2026-12-02T09:00:00+00:00", "ended": "2026-12-02T10:00:00+00:00"}
+    assert "1380 min after the first ended" in pipeline_pair.compare_markdown(before, earlier_after)
