@@ -6,8 +6,9 @@ repro`` end to end.
     python -m benchmarks.pipeline_pair compare BEFORE.json AFTER.json [--markdown FILE]
 
 An arm is the README's first command on a fresh machine: ``git clone`` of this repository at REV, ``bash
-scripts/setup.sh``, then ``dvc repro`` with the clone's own ``.venv`` first on ``PATH``, then ``dvc status`` and
-``git status``. Its record (JSON, written when the arm ends) holds the commit, the machine, when it started and
+scripts/setup.sh``, then ``dvc repro`` with the clone's own ``.venv`` first on ``PATH`` (the caller's environment, unpinned, as a user's shell).
+The stages it skips -- on a fresh clone, those whose outputs git holds and whose inputs came back the same bytes --
+are forced right after it, so every stage is timed. Then ``dvc status`` and ``git status``. Its record (JSON, written when the arm ends) holds the commit, the machine, when it started and
 ended, the set-up's and ``dvc repro``'s seconds, each stage's seconds from the clone's ``logs/timings/`` (the
 records the stages write), whether ``dvc status`` was clean, and the tracked files the run changed (none: the
 committed bytes came back). ``run`` runs both arms back to back, then ``compare``: per stage, in all, and how far
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -32,8 +34,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import this_machine
-from reporting.stage_times import read_stage_times
+from experiments.numerics import pin_numerics
+
+#: The environment the arms run in: the caller's, as a user's shell is, not this process's pinned one.
+USER_ENV = dict(os.environ)
+pin_numerics()  # every entry point pins (tests/test_entry_points_pinned.py); the arms' stages pin themselves
+
+from benchmarks.machine import this_machine  # noqa: E402
+from reporting.stage_times import read_stage_times  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -42,11 +50,18 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _venv_env(clone: Path) -> dict[str, str]:
+    """The user's environment with the clone's ``.venv`` first on ``PATH``, as ``. .venv/bin/activate`` gives."""
+    return {**USER_ENV, "PATH": f"{clone / '.venv' / 'bin'}{os.pathsep}{USER_ENV.get('PATH', '')}",
+            "VIRTUAL_ENV": str(clone / ".venv")}
+
+
 def _run(argv: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> float:
     """Run ``argv`` in ``cwd``, its output to ``log``; its wall seconds. A failure stops the arm, naming the log."""
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as handle:
-        status = subprocess.run(argv, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT).returncode
+        status = subprocess.run(argv, cwd=cwd, env=env or USER_ENV, stdout=handle,
+                                stderr=subprocess.STDOUT).returncode
     if status != 0:
         raise SystemExit(f"{' '.join(argv)} (in {cwd}) exited with {status}: see {log}")
     return time.perf_counter() - started
@@ -73,11 +88,17 @@ def link_outside_data(repo: Path, work: Path) -> list[Path]:
     return links
 
 
+def skipped_stages(repro_log: str) -> list[str]:
+    """The stages ``dvc repro`` skipped, in its order: on a fresh clone, those whose outputs git holds and whose
+    inputs came back the same bytes."""
+    return re.findall(r"Stage '([^']+)' didn't change, skipping", repro_log)
+
+
 def collect(clone: Path, *, commit: str, started: str, ended: str, setup_s: float, repro_s: float,
-            log_dir: Path) -> dict[str, Any]:
+            log_dir: Path, forced: list[str] | None = None, forced_s: float = 0.0) -> dict[str, Any]:
     """The record of a finished arm: its stage times, ``dvc status`` and the tracked files the run changed."""
-    env = {**os.environ, "PATH": f"{clone / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
-    status = subprocess.run(["dvc", "status", "--json"], cwd=clone, env=env, capture_output=True, text=True)
+    status = subprocess.run(["dvc", "status", "--json"], cwd=clone, env=_venv_env(clone), capture_output=True,
+                            text=True)
     (log_dir / "dvc_status.log").write_text(status.stdout + status.stderr, encoding="utf-8")
     if status.returncode != 0:
         raise SystemExit(f"dvc status (in {clone}) exited with {status.returncode}: see {log_dir / 'dvc_status.log'}")
@@ -88,7 +109,8 @@ def collect(clone: Path, *, commit: str, started: str, ended: str, setup_s: floa
               for name, record in sorted(read_stage_times(clone / "logs" / "timings").items(),
                                          key=lambda item: item[1].get("finished") or "")}
     return {"commit": commit, "machine": this_machine(), "started": started, "ended": ended,
-            "setup_s": round(setup_s, 1), "repro_s": round(repro_s, 1), "stages_s": stages,
+            "setup_s": round(setup_s, 1), "repro_s": round(repro_s, 1), "forced_stages": forced or [],
+            "forced_s": round(forced_s, 1), "stages_s": stages,
             "stages_total_s": round(sum(stages.values()), 1), "dvc_status_clean": not dvc_status,
             "dvc_status": dvc_status, "tracked_files_changed": changed}
 
@@ -105,11 +127,14 @@ def run_arm(revision: str, clone: Path, record: Path, *, repo: Path = REPO) -> d
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True,
                             check=True).stdout.strip()
     setup_s = _run(["bash", "scripts/setup.sh"], clone, log_dir / "setup.log")
-    env = {**os.environ, "PATH": f"{clone / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-           "VIRTUAL_ENV": str(clone / ".venv")}
-    repro_s = _run(["dvc", "repro"], clone, log_dir / "dvc_repro.log", env)
+    repro_s = _run(["dvc", "repro"], clone, log_dir / "dvc_repro.log", _venv_env(clone))
+    # Stages whose outputs git holds are skipped on a fresh clone when their inputs come back the same bytes; they
+    # are forced right after, so every stage of the pipeline is timed (and must give the committed bytes again).
+    forced = skipped_stages((log_dir / "dvc_repro.log").read_text(encoding="utf-8", errors="replace"))
+    forced_s = _run(["dvc", "repro", "--force", "--single-item", *forced], clone, log_dir / "dvc_repro_forced.log",
+                    _venv_env(clone)) if forced else 0.0
     facts = collect(clone, commit=commit, started=started, ended=_now(), setup_s=setup_s, repro_s=repro_s,
-                    log_dir=log_dir)
+                    log_dir=log_dir, forced=forced, forced_s=forced_s)
     record.write_text(json.dumps(facts, indent=1) + "\n", encoding="utf-8")
     print(f"{record}: {commit[:7]}, dvc repro {repro_s / 60:.1f} min, dvc status "
           f"{'clean' if facts['dvc_status_clean'] else 'NOT clean'}, {len(facts['tracked_files_changed'])} tracked "
@@ -129,13 +154,16 @@ def compare_markdown(before: dict[str, Any], after: dict[str, Any]) -> str:
         lines.append(f"| {name} | {'–' if b is None else f'{b:.0f}'} | {'–' if a is None else f'{a:.0f}'} | "
                      f"{diff:+.0f} |")
     for label, key in (("the stages in all", "stages_total_s"), ("`dvc repro`, wall", "repro_s"),
+                       ("the stages it skipped, forced after it", "forced_s"),
                        ("`scripts/setup.sh` before it", "setup_s")):
-        lines.append(f"| **{label}** | {before[key]:.0f} | {after[key]:.0f} | {after[key] - before[key]:+.0f} |")
-    growth = (after["repro_s"] - before["repro_s"]) / 60
+        b, a = before.get(key, 0.0), after.get(key, 0.0)
+        lines.append(f"| **{label}** | {b:.0f} | {a:.0f} | {a - b:+.0f} |")
+    growth = (after["stages_total_s"] - before["stages_total_s"]) / 60
     notes = [
         f"- Before: commit {before['commit'][:7]}, {before['started']} to {before['ended']}.",
         f"- After: commit {after['commit'][:7]}, {after['started']} to {after['ended']}.",
-        f"- `dvc repro` grows by **{growth:+.1f} min** ({before['repro_s'] / 60:.1f} to {after['repro_s'] / 60:.1f}).",
+        f"- The pipeline's stages grow by **{growth:+.1f} min** ({before['stages_total_s'] / 60:.1f} to "
+        f"{after['stages_total_s'] / 60:.1f}).",
         f"- The second run started {gap_min:.0f} min after the first ended"
         f"{' (back to back)' if gap_min < 5 else ': not back to back'}.",
         f"- Machines: {before['machine']}" + ("" if before["machine"] == after["machine"]

@@ -40,14 +40,22 @@ def test_the_comparison_sets_each_stage_and_the_totals_side_by_side():
     before = _record("a" * 40, "2026-12-03T09:00:00+00:00", "2026-12-03T10:30:00+00:00",
                      {"prepare": 40.0, "train@minilm": 2000.0}, 2100.0)
     after = _record("b" * 40, "2026-12-03T10:31:00+00:00", "2026-12-03T12:10:00+00:00",
-                    {"prepare": 41.0, "train@minilm": 2010.0, "evaluate_earnings22": 280.0}, 2400.0)
+                    {"prepare": 41.0, "train@minilm": 2010.0, "evaluate_earnings22": 290.0}, 2400.0)
     table = pipeline_pair.compare_markdown(before, after)
     assert "| train@minilm | 2000 | 2010 | +10 |" in table
-    assert "| evaluate_earnings22 | – | 280 | +280 |" in table      # a stage only the after arm has
+    assert "| evaluate_earnings22 | – | 290 | +290 |" in table      # a stage only the after arm has
     assert "| **`dvc repro`, wall** | 2100 | 2400 | +300 |" in table
-    assert "grows by **+5.0 min** (35.0 to 40.0)" in table
+    assert "| **the stages it skipped, forced after it** | 0 | 0 | +0 |" in table
+    assert "stages grow by **+5.0 min** (34.0 to 39.0)" in table
     assert "1 min after the first ended (back to back)" in table
     assert "not one machine" not in table
+
+
+def test_the_stages_dvc_skipped_are_read_from_its_log_in_order():
+    log = ("Running stage 'prepare':\n> python -m pipeline.prepare\nStage 'report' didn't change, skipping\n"
+           "\rtrain: 100%|##| 3/3\rStage 'evaluate_real' didn't change, skipping\n")
+    assert pipeline_pair.skipped_stages(log) == ["report", "evaluate_real"]
+    assert pipeline_pair.skipped_stages("Running stage 'prepare':\n") == []
 
 
 def test_the_comparison_says_when_the_runs_do_not_hold_as_one():
