@@ -31,9 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +40,7 @@ from experiments.numerics import pin_numerics
 pin_numerics()  # the stages' numerics (experiments/numerics.py), inherited by every command run here
 
 from benchmarks.machine import this_machine  # noqa: E402
+from benchmarks.timed import run_timed  # noqa: E402
 
 PYTHON = sys.executable
 BEFORE_TUNINGS = ("minilm_word_pauses", "minilm_word_pauses_control")
@@ -107,17 +106,6 @@ def arm_stages(arm: str, params: Path, work: Path, shared: Path) -> list[tuple[s
     ]
 
 
-def run(argv: list[str], log: Path) -> float:
-    """Run one stage's command; its seconds of wall time. Its output goes to ``log``; a failure stops the run."""
-    started = time.perf_counter()
-    with open(log, "w", encoding="utf-8") as handle:
-        status = subprocess.run(argv, stdout=handle, stderr=subprocess.STDOUT).returncode
-    seconds = time.perf_counter() - started
-    if status != 0:
-        raise SystemExit(f"{' '.join(argv)} exited with {status}: see {log}")
-    return seconds
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
@@ -131,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     shared = args.work / "shared"
     shared.mkdir(parents=True)
     for name in ("word_pauses", "word_pauses_control"):  # read by the before arm; built in both pipelines
-        run(embed(paths["before"], name, shared), shared / f"embed_{name}.log")
+        run_timed(embed(paths["before"], name, shared), shared / f"embed_{name}.log")
     figures: dict[str, Any] = {"machine": this_machine(), "rounds": []}
     for round_index in range(args.rounds):
         timed: dict[str, dict[str, float]] = {}
@@ -142,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                     shutil.rmtree(path) if path.is_dir() else path.unlink()
             timed[arm] = {}
             for stage, command in stages:
-                timed[arm][stage] = round(run(command, args.work / arm / f"{stage}.log"), 1)
+                timed[arm][stage] = round(run_timed(command, args.work / arm / f"{stage}.log"), 1)
                 print(json.dumps({"round": round_index + 1, "arm": arm, "stage": stage, "s": timed[arm][stage]}),
                       flush=True)
         totals = {arm: round(sum(stages.values()), 1) for arm, stages in timed.items()}

@@ -6,13 +6,14 @@ repro`` end to end.
     python -m benchmarks.pipeline_pair compare BEFORE.json AFTER.json [--markdown FILE]
 
 An arm is the README's first command on a fresh machine: ``git clone`` of this repository at REV, ``bash
-scripts/setup.sh``, then ``dvc repro`` with the clone's own ``.venv`` first on ``PATH`` (the caller's environment, unpinned, as a user's shell).
-The stages it skips -- on a fresh clone, those whose outputs git holds and whose inputs came back the same bytes --
-are forced right after it, so every stage is timed. Then ``dvc status`` and ``git status``. Its record (JSON, written when the arm ends) holds the commit, the machine, when it started and
-ended, the set-up's and ``dvc repro``'s seconds, each stage's seconds from the clone's ``logs/timings/`` (the
-records the stages write), whether ``dvc status`` was clean, and the tracked files the run changed (none: the
-committed bytes came back). ``run`` runs both arms back to back, then ``compare``: per stage, in all, and how far
-apart the two runs were.
+scripts/setup.sh``, then ``dvc repro`` with the clone's own ``.venv`` first on ``PATH`` (the caller's environment,
+unpinned, as a user's shell). The stages it skips -- on a fresh clone, those whose outputs git holds and whose inputs
+came back the same bytes -- are forced right after it, so every stage is timed. Then ``dvc status`` and ``git
+status``. Its record (JSON, written when the arm ends) holds the commit, the machine, when it started and ended, the
+set-up's and ``dvc repro``'s seconds, each stage's seconds from the clone's ``logs/timings/`` (the records the
+stages write), whether ``dvc status`` was clean, and the tracked files the run changed (none: the committed bytes
+came back). ``run`` runs both arms back to back, then ``compare``: per stage, in all, and how far apart the two runs
+were.
 
 The clones sit side by side under ``--work``. The data paths of ``params.yaml`` that leave the repository
 (``../shared/data``) are linked under ``--work``, so each clone reads the data this repository reads.
@@ -29,7 +30,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ USER_ENV = dict(os.environ)
 pin_numerics()  # every entry point pins (tests/test_entry_points_pinned.py); the arms' stages pin themselves
 
 from benchmarks.machine import this_machine  # noqa: E402
+from benchmarks.timed import run_timed  # noqa: E402
 from reporting.stage_times import read_stage_times  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,17 +55,6 @@ def _venv_env(clone: Path) -> dict[str, str]:
     """The user's environment with the clone's ``.venv`` first on ``PATH``, as ``. .venv/bin/activate`` gives."""
     return {**USER_ENV, "PATH": f"{clone / '.venv' / 'bin'}{os.pathsep}{USER_ENV.get('PATH', '')}",
             "VIRTUAL_ENV": str(clone / ".venv")}
-
-
-def _run(argv: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> float:
-    """Run ``argv`` in ``cwd``, its output to ``log``; its wall seconds. A failure stops the arm, naming the log."""
-    started = time.perf_counter()
-    with open(log, "w", encoding="utf-8") as handle:
-        status = subprocess.run(argv, cwd=cwd, env=env or USER_ENV, stdout=handle,
-                                stderr=subprocess.STDOUT).returncode
-    if status != 0:
-        raise SystemExit(f"{' '.join(argv)} (in {cwd}) exited with {status}: see {log}")
-    return time.perf_counter() - started
 
 
 def link_outside_data(repo: Path, work: Path) -> list[Path]:
@@ -122,17 +112,17 @@ def run_arm(revision: str, clone: Path, record: Path, *, repo: Path = REPO) -> d
     log_dir = record.parent / f"{record.stem}_logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     started = _now()
-    _run(["git", "clone", "--quiet", str(repo), str(clone)], repo, log_dir / "clone.log")
-    _run(["git", "checkout", "--quiet", revision], clone, log_dir / "checkout.log")
+    run_timed(["git", "clone", "--quiet", str(repo), str(clone)], log_dir / "clone.log", cwd=repo, env=USER_ENV)
+    run_timed(["git", "checkout", "--quiet", revision], log_dir / "checkout.log", cwd=clone, env=USER_ENV)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True,
                             check=True).stdout.strip()
-    setup_s = _run(["bash", "scripts/setup.sh"], clone, log_dir / "setup.log")
-    repro_s = _run(["dvc", "repro"], clone, log_dir / "dvc_repro.log", _venv_env(clone))
+    setup_s = run_timed(["bash", "scripts/setup.sh"], log_dir / "setup.log", cwd=clone, env=USER_ENV)
+    repro_s = run_timed(["dvc", "repro"], log_dir / "dvc_repro.log", cwd=clone, env=_venv_env(clone))
     # Stages whose outputs git holds are skipped on a fresh clone when their inputs come back the same bytes; they
     # are forced right after, so every stage of the pipeline is timed (and must give the committed bytes again).
     forced = skipped_stages((log_dir / "dvc_repro.log").read_text(encoding="utf-8", errors="replace"))
-    forced_s = _run(["dvc", "repro", "--force", "--single-item", *forced], clone, log_dir / "dvc_repro_forced.log",
-                    _venv_env(clone)) if forced else 0.0
+    forced_s = run_timed(["dvc", "repro", "--force", "--single-item", *forced], log_dir / "dvc_repro_forced.log",
+                         cwd=clone, env=_venv_env(clone)) if forced else 0.0
     facts = collect(clone, commit=commit, started=started, ended=_now(), setup_s=setup_s, repro_s=repro_s,
                     log_dir=log_dir, forced=forced, forced_s=forced_s)
     record.write_text(json.dumps(facts, indent=1) + "\n", encoding="utf-8")
@@ -156,7 +146,7 @@ def compare_markdown(before: dict[str, Any], after: dict[str, Any]) -> str:
     for label, key in (("the stages in all", "stages_total_s"), ("`dvc repro`, wall", "repro_s"),
                        ("the stages it skipped, forced after it", "forced_s"),
                        ("`scripts/setup.sh` before it", "setup_s")):
-        b, a = before.get(key, 0.0), after.get(key, 0.0)
+        b, a = before[key], after[key]
         lines.append(f"| **{label}** | {b:.0f} | {a:.0f} | {a - b:+.0f} |")
     growth = (after["stages_total_s"] - before["stages_total_s"]) / 60
     notes = [
