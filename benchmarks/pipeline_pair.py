@@ -15,8 +15,9 @@ stages write), whether ``dvc status`` was clean, and the tracked files the run c
 came back). ``run`` runs both arms back to back, then ``compare``: per stage, in all, and how far apart the two runs
 were.
 
-The clones sit side by side under ``--work``. The data paths of ``params.yaml`` that leave the repository
-(``../shared/data``) are linked under ``--work``, so each clone reads the data this repository reads.
+The clones sit side by side under ``--work``, each arm's logs beside its clone (``CLONE_logs``). The data paths of
+``params.yaml`` that leave the repository (``../shared/data``) are linked under ``--work``, so each clone reads the
+data this repository reads.
 
 One process at a time: run nothing else meanwhile (torch on two cores slows several times when another process
 competes). Two complete runs take about three hours on two AMD EPYC cores (a Zen 5).
@@ -109,7 +110,8 @@ def run_arm(revision: str, clone: Path, record: Path, *, repo: Path = REPO) -> d
     """One complete run of the default pipeline at ``revision`` in a fresh clone; writes and returns its record."""
     if clone.exists():
         raise SystemExit(f"{clone} exists: an arm starts from a fresh clone (remove it, or choose another --clone)")
-    log_dir = record.parent / f"{record.stem}_logs"
+    # beside the clone, not the record: a record kept in the repository would take megabytes of logs in with it
+    log_dir = clone.parent / f"{clone.name}_logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     started = _now()
     run_timed(["git", "clone", "--quiet", str(repo), str(clone)], log_dir / "clone.log", cwd=repo, env=USER_ENV)
@@ -149,11 +151,16 @@ def compare_markdown(before: dict[str, Any], after: dict[str, Any]) -> str:
         b, a = before[key], after[key]
         lines.append(f"| **{label}** | {b:.0f} | {a:.0f} | {a - b:+.0f} |")
     growth = (after["stages_total_s"] - before["stages_total_s"]) / 60
+    # Stages both arms ran did the same work unless the change touched them: their difference is mostly the
+    # machine's drift between the runs, which a pair not run back to back cannot tell from the change's cost.
+    shared = [name for name in before["stages_s"] if name in after["stages_s"]]
+    shared_growth = sum(after["stages_s"][name] - before["stages_s"][name] for name in shared) / 60
     notes = [
         f"- Before: commit {before['commit'][:7]}, {before['started']} to {before['ended']}.",
         f"- After: commit {after['commit'][:7]}, {after['started']} to {after['ended']}.",
         f"- The pipeline's stages grow by **{growth:+.1f} min** ({before['stages_total_s'] / 60:.1f} to "
-        f"{after['stages_total_s'] / 60:.1f}).",
+        f"{after['stages_total_s'] / 60:.1f}): {growth - shared_growth:+.1f} min in the stages of one arm only, "
+        f"{shared_growth:+.1f} min in the {len(shared)} stages both ran.",
         f"- The second run started {gap_min:.0f} min after the first ended"
         f"{' (back to back)' if gap_min < 5 else ': not back to back'}.",
         f"- Machines: {before['machine']}" + ("" if before["machine"] == after["machine"]

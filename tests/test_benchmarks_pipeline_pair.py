@@ -46,7 +46,8 @@ def test_the_comparison_sets_each_stage_and_the_totals_side_by_side():
     assert "| evaluate_earnings22 | – | 290 | +290 |" in table      # a stage only the after arm has
     assert "| **`dvc repro`, wall** | 2100 | 2400 | +300 |" in table
     assert "| **the stages it skipped, forced after it** | 0 | 0 | +0 |" in table
-    assert "stages grow by **+5.0 min** (34.0 to 39.0)" in table
+    assert "stages grow by **+5.0 min** (34.0 to 39.0): +4.8 min in the stages of one arm only, +0.2 min in the 2 " \
+           "stages both ran." in table
     assert "1 min after the first ended (back to back)" in table
     assert "not one machine" not in table
 
