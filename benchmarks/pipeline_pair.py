@@ -113,6 +113,7 @@ def run_arm(revision: str, clone: Path, record: Path, *, repo: Path = REPO) -> d
     # beside the clone, not the record: a record kept in the repository would take megabytes of logs in with it
     log_dir = clone.parent / f"{clone.name}_logs"
     log_dir.mkdir(parents=True, exist_ok=True)
+    record.parent.mkdir(parents=True, exist_ok=True)  # now, not after the run's hour and a half
     started = _now()
     run_timed(["git", "clone", "--quiet", str(repo), str(clone)], log_dir / "clone.log", cwd=repo, env=USER_ENV)
     run_timed(["git", "checkout", "--quiet", revision], log_dir / "checkout.log", cwd=clone, env=USER_ENV)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from benchmarks import pipeline_pair
 
 def _record(commit: str, started: str, ended: str, stages: dict[str, float], repro_s: float, **extra) -> dict:
     return {"commit": commit, "machine": "AMD EPYC, 2 cores, AVX-512", "started": started, "ended": ended,
-            "setup_s": 90.0, "repro_s": repro_s, "forced_stages": [], "forced_s": 0.0, "stages_s": stages, "stages_total_s": sum(stages.values()),
+            "setup_s": 90.0, "repro_s": repro_s, "forced_stages": [], "forced_s": 0.0, "stages_s": stages,
+            "stages_total_s": sum(stages.values()),
             "dvc_status_clean": True, "dvc_status": {}, "tracked_files_changed": [], **extra}
 
 
@@ -71,3 +73,35 @@ def test_the_comparison_says_when_the_runs_do_not_hold_as_one():
     # the gap runs from the earlier run's end, whichever arm ran first
     earlier_after = after | {"started": "2026-12-02T09:00:00+00:00", "ended": "2026-12-02T10:00:00+00:00"}
     assert "1380 min after the first ended" in pipeline_pair.compare_markdown(before, earlier_after)
+
+
+def test_an_arm_keeps_its_logs_beside_its_clone_and_its_record_where_asked(tmp_path, monkeypatch):
+    import subprocess
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for command in (["git", "init", "--quiet"], ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                                                 "--quiet", "--allow-empty", "-m", "one"]):
+        subprocess.run(command, cwd=repo, check=True)
+    ran = []
+
+    def fake_run_timed(argv, log, *, cwd=None, env=None):  # git for real; set-up and dvc only logged
+        ran.append(argv[:2])
+        if argv[0] == "git":
+            subprocess.run(argv, cwd=cwd, check=True)
+        log.write_text("", encoding="utf-8")
+        return 1.0
+
+    monkeypatch.setattr(pipeline_pair, "run_timed", fake_run_timed)
+    monkeypatch.setattr(pipeline_pair, "collect", lambda clone, **facts: {"commit": facts["commit"],
+                                                                          "dvc_status_clean": True,
+                                                                          "tracked_files_changed": []})
+    clone, record = tmp_path / "work" / "before", tmp_path / "kept" / "records" / "before.json"
+    facts = pipeline_pair.run_arm("HEAD", clone, record, repo=repo)
+    assert ran == [["git", "clone"], ["git", "checkout"], ["bash", "scripts/setup.sh"], ["dvc", "repro"]]
+    assert sorted(path.name for path in (tmp_path / "work" / "before_logs").iterdir()) == [
+        "checkout.log", "clone.log", "dvc_repro.log", "setup.log"]
+    assert not (record.parent / "before_logs").exists()
+    assert json.loads(record.read_text(encoding="utf-8")) == facts
+    with pytest.raises(SystemExit, match="exists: an arm starts from a fresh clone"):
+        pipeline_pair.run_arm("HEAD", clone, record, repo=repo)
