@@ -18,7 +18,10 @@ alone costs about a third of a fine-tuning step, so the head sees three times th
 ``layers`` keeps only the first N layers of the checkpoint (a smaller, faster encoder); ``layer_mix`` reads a
 learned weighted sum of every layer's states instead of the last layer's (ELMo's scalar mix: the upper layers
 of a sentence-embedding checkpoint are tuned for pooling, the middle ones keep more syntax); ``head`` is a
-linear classifier or a BiLSTM of ``head_hidden`` units per direction over the window's words. The choice on a
+linear classifier or a BiLSTM of ``head_hidden`` units per direction over the window's words;
+``vector_mlp_hidden`` adds, beside the linear input of the vectors, an MLP over the word's state and its own and its
+neighbours' vectors (a warm start may add it: it starts at zero output; measured for the speech model's cues in
+``reports/comparisons/speech_model_cue_mlp.md``, no gain). The choice on a
 CPU budget is measured: ``reports/encoder_choice.md``.
 
 A trained model directory holds the encoder's ``config.json`` and tokenizer (``encoder/``) beside the weights,
@@ -94,6 +97,12 @@ def place_word_rows(values: torch.Tensor, word_mask: torch.Tensor, spans: list[t
     return F.pad(kept, [0, 0] * (values.dim() - 2) + [0, length - values.size(1)])
 
 
+def neighbour_vectors(vectors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (B, T, D) ``vectors`` of each token's previous and next token, zeros past a row's ends (padding is
+    zeros already)."""
+    return F.pad(vectors, (0, 0, 1, 0))[:, :-1], F.pad(vectors, (0, 0, 0, 1))[:, 1:]
+
+
 class PretrainedEncoderModel(PunctuationModel):
     """What every model over a pretrained encoder shares: its files in the model directory (the encoder's
     configuration and tokenizer, :data:`ENCODER_FILES`) and the rebuild from them without the checkpoint's
@@ -157,10 +166,13 @@ class EncoderTagger(PretrainedEncoderModel):
 
     #: Its model directory holds the encoder's trace (:meth:`save_files`), which inference may load instead.
     traceable = True
+    #: Settings a warm start may add to a source without them, and the modules they add: those start at zero
+    #: output, so the started model computes what the source computes (training.warm_start).
+    warm_start_additions = {"vector_mlp_hidden": "vector_mlp"}
 
     def __init__(self, *, num_labels: int, vector_dim: int, vocab_size: int, pretrained: str | None,
                  layers: int | None, freeze_layers: int, label_subword: str, dropout: float, max_subwords: int,
-                 layer_mix: bool = False, head: str = "linear", head_hidden: int = 0,
+                 layer_mix: bool = False, head: str = "linear", head_hidden: int = 0, vector_mlp_hidden: int = 0,
                  pretrained_weights: bool = True, traced: bool = False):
         super().__init__()
         del vocab_size  # the encoder has its own vocabulary
@@ -207,6 +219,18 @@ class EncoderTagger(PretrainedEncoderModel):
             self.vector_input = nn.Linear(vector_dim, width)
             nn.init.zeros_(self.vector_input.weight)
             nn.init.zeros_(self.vector_input.bias)
+        # vector_input moves the word's state by the same amount for a value whatever the words say (the head
+        # reads the sum); this MLP reads the word's state with its own and its neighbours' vectors together, so a
+        # pause may weigh by the words. Its output layer starts at zero: a warm start predicts as its source.
+        self.vector_mlp: nn.Sequential | None = None
+        if vector_mlp_hidden < 0 or (vector_mlp_hidden and vector_dim == 0):
+            raise ValueError(f"vector_mlp_hidden must be >= 0, and > 0 only with input vectors (vector_dim "
+                             f"{vector_dim}), got {vector_mlp_hidden}")
+        if vector_mlp_hidden:
+            self.vector_mlp = nn.Sequential(nn.Linear(width + 3 * vector_dim, vector_mlp_hidden), nn.GELU(),
+                                            nn.Linear(vector_mlp_hidden, width))
+            nn.init.zeros_(self.vector_mlp[2].weight)
+            nn.init.zeros_(self.vector_mlp[2].bias)
         self.head: RecurrentEncoder | None = None
         if head == "blstm":
             self.head = RecurrentEncoder(width, head_hidden, 1, bidirectional=True)
@@ -299,7 +323,11 @@ class EncoderTagger(PretrainedEncoderModel):
         word_states = place_word_rows(gather_words(states, subwords.label_subword_index), subwords.word_mask, spans,
                                       len(words), mask.size(1))
         if self.vector_input is not None:
-            word_states = word_states + self.vector_input(batch["vectors"].to(word_states.device))
+            vectors = batch["vectors"].to(word_states.device)
+            shift = self.vector_input(vectors)
+            if self.vector_mlp is not None:
+                shift = shift + self.vector_mlp(torch.cat([word_states, *neighbour_vectors(vectors), vectors], -1))
+            word_states = word_states + shift
         if self.head is not None:
             word_states = self.head(word_states, mask.to(word_states.device), batch.get(ALL_REAL, False))
         return self.classifier(word_states)

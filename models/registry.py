@@ -33,6 +33,9 @@ class PunctuationModel(nn.Module):
     #: Settings that change how the model trains, not its weights (which layers are frozen): a warm start may
     #: change them (training.warm_start compares the rest)
     training_only_settings: tuple[str, ...] = ()
+    #: Settings a warm start may add to a source model that lacks them (absent, or 0 there), by the module each
+    #: adds: a module whose output starts at zero, so the started model computes what the source computes
+    warm_start_additions: dict[str, str] = {}
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:  # pragma: no cover - interface
         """Label logits (B, T, num_labels) given the whole batch (teacher forcing where a model needs it)."""

@@ -145,3 +145,30 @@ def test_a_layer_mix_and_a_blstm_head_read_the_encoder(checkpoints):
         tagger(checkpoints["bert"], head="blstm")
     with pytest.raises(ValueError, match="head must be"):
         tagger(checkpoints["bert"], head="crf")
+
+
+def test_the_vector_mlp_starts_at_zero_reads_the_neighbours_and_learns(checkpoints):
+    """``vector_mlp_hidden``: an MLP over the word's state and its own and its neighbours' vectors, added to the
+    word's state, its output layer at zero: the tagger predicts as it would without it until it learns."""
+    torch.manual_seed(0)
+    plain = tagger(checkpoints["bert"]).eval()
+    model = tagger(checkpoints["bert"], vector_mlp_hidden=16)
+    missing, unexpected = model.load_state_dict(plain.state_dict(), strict=False)
+    assert sorted(missing) == ["vector_mlp.0.bias", "vector_mlp.0.weight", "vector_mlp.2.bias",
+                               "vector_mlp.2.weight"] and not unexpected
+    assert model.vector_mlp[0].in_features == 32 + 3 * 3  # the tiny encoder's width, three tokens' vectors
+    batch = batch_of()
+    model.eval()
+    with torch.no_grad():
+        assert torch.equal(model(batch), plain(batch))
+    losses = train_on_batch(model.train(), batch, steps=5, lr=3e-3)
+    assert model.vector_mlp[2].weight.abs().sum() > 0 and losses[-1] < losses[0]
+    # the next token's vector reaches a token's label, and nothing past the row's end does
+    model.eval()
+    changed = {**batch, "vectors": batch["vectors"].clone()}
+    changed["vectors"][0, 3] += 10.0
+    with torch.no_grad():
+        moved = (model(changed) - model(batch)).abs().sum(-1)[0]
+    assert moved[2] > 0 and moved[4] > 0 and moved[3] > 0 and torch.all(moved[[0, 1, 5, 6, 7]] == 0)
+    with pytest.raises(ValueError, match="vector_mlp_hidden"):
+        tagger(checkpoints["bert"], vector_dim=0, vector_mlp_hidden=8)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from embeddings.cache import build_feature_cache
-from embeddings.store import load_split
+from embeddings.store import load_split, load_split_words
 from experiments.params import ParamsError, runs_on_feature_sets, tuning_config
 from inference.model_dir import load_trained_model
 from models import build_model
@@ -189,3 +189,35 @@ def test_a_tuning_may_change_how_the_model_trains_but_not_the_model(caches, tmp_
     assert tuning_config(params, "cues")[1] == {**TINY_BLSTM, "dropout": 0.5}
     with pytest.raises(ParamsError, match=r"tunings\.cues\.model\.depth"):
         tuning_config(_params({"cues": {"from": "blstm", "model": {"depth": 2}}}), "cues")
+
+
+def test_a_warm_start_may_add_a_module_that_starts_at_zero(caches, tmp_path):
+    """encoder_tagger's ``vector_mlp_hidden`` (its warm_start_additions): a source without the MLP starts a run
+    with it, predicting as the source does; any other difference is still refused, and a source with the MLP
+    does not start a run without it."""
+    pytest.importorskip("transformers")
+    from tests.fixture_checkpoints import make_checkpoint
+
+    tagger = {"name": "encoder_tagger", "pretrained": str(make_checkpoint(tmp_path / "bert", "bert")), "layers": None,
+              "freeze_layers": 0, "label_subword": "last", "dropout": 0.0, "max_subwords": 64}
+    train_model(caches["words"], tmp_path / "text", tmp_path / "state", model_config=tagger,
+                train_config={**TRAIN, "lr": 0.003}, window=30, stride=15)
+    source, _ = load_trained_model(tmp_path / "text", traced=False)
+    with_mlp = {**tagger, "freeze_layers": 1, "vector_mlp_hidden": 8}
+    model = build_model(with_mlp, num_labels=4, vector_dim=11, vocab_size=10)
+    info = warm_start(model, with_mlp, tmp_path / "text", caches["concat"])
+    assert info["added"] == ["vector_mlp_hidden"] and "vector_input.weight" in info["grown"]
+    batch = {**_batch(caches["concat"]), "words": [load_split_words(caches["concat"], "dev")[:30]]}
+    model.eval()
+    source.eval()
+    with torch.no_grad():
+        assert torch.allclose(model(batch), source({**batch, "vectors": batch["vectors"][..., :8]}), atol=1e-6)
+    with pytest.raises(WarmStartError, match="not this run's"):
+        other = {**with_mlp, "label_subword": "first"}
+        warm_start(build_model(other, num_labels=4, vector_dim=11, vocab_size=10), other, tmp_path / "text",
+                   caches["concat"])
+    train_model(caches["concat"], tmp_path / "speech", tmp_path / "state", model_config=with_mlp,
+                train_config={**TRAIN, "lr": 0.003}, window=30, stride=15, init_from=tmp_path / "text")
+    with pytest.raises(WarmStartError, match="not this run's"):
+        warm_start(build_model(tagger, num_labels=4, vector_dim=11, vocab_size=10), tagger, tmp_path / "speech",
+                   caches["concat"])

@@ -12,7 +12,8 @@ without unlearning the text.
 shape in both, except a weight matrix whose *input* dimension grew (the input projection: more columns, same
 rows): its source columns are copied and the new ones start at zero. The source must be the same model (name
 and every setting but those the model declares training-only, ``training_only_settings``: which layers are
-frozen, dropout), read the same word vectors (same source and OOV rule, per the embedders of both; the same
+frozen, dropout; and the settings it declares it may add, ``warm_start_additions``, which add a module whose
+output starts at zero), read the same word vectors (same source and OOV rule, per the embedders of both; the same
 vocabulary too where the words are read as ids, :data:`ID_COLUMN_KEYS`) and put them first: anything else is a
 :class:`WarmStartError` that names both directories.
 """
@@ -86,6 +87,10 @@ def warm_start(model: nn.Module, model_config: dict[str, Any], source_dir: str |
     source_dir, features_dir = Path(source_dir), Path(features_dir)
     source_model, source_config = load_trained_model(source_dir, traced=False)  # the encoder that trains
     free = set(getattr(model, "training_only_settings", ()))
+    additions = getattr(model, "warm_start_additions", {})
+    added = {setting: module for setting, module in additions.items()
+             if model_config.get(setting) and not source_config["model"].get(setting)}
+    free |= set(added)
     if {k: v for k, v in source_config["model"].items() if k not in free} != \
             {k: v for k, v in model_config.items() if k not in free}:
         raise WarmStartError(
@@ -95,12 +100,16 @@ def warm_start(model: nn.Module, model_config: dict[str, Any], source_dir: str |
     check_word_columns(source_dir, features_dir)
     source_state = source_model.state_dict()
     target_state = model.state_dict()
-    missing = sorted(set(target_state) ^ set(source_state))
+    new_modules = tuple(f"{module}." for module in added.values())
+    missing = sorted((set(target_state) ^ set(source_state)) - {name for name in target_state
+                                                                  if name.startswith(new_modules)})
     if missing:
         raise WarmStartError(f"{source_dir / WEIGHTS_FILE}: parameters {missing[:5]} are in only one of the models")
     grown = {}
     with torch.no_grad():
         for name, target in target_state.items():
+            if name not in source_state:  # an added module's parameter (checked above): it keeps its own start
+                continue
             source = source_state[name]
             if source.shape == target.shape:
                 target.copy_(source)
@@ -113,4 +122,7 @@ def warm_start(model: nn.Module, model_config: dict[str, Any], source_dir: str |
                 raise WarmStartError(
                     f"{source_dir / WEIGHTS_FILE}: {name} has shape {list(source.shape)}, this run's "
                     f"{list(target.shape)}; only an input projection may grow (new input columns)")
-    return {"path": str(source_dir), "weights_sha256": weights_sha256(source_dir), "grown": grown}
+    record = {"path": str(source_dir), "weights_sha256": weights_sha256(source_dir), "grown": grown}
+    if added:
+        record["added"] = sorted(added)
+    return record
