@@ -5,9 +5,9 @@
 
 Stage ``fit_pauses`` draws the simulated cues of TED's training words from the real words of the two development
 talks (``data.real_speech_talks``), label by label, and stage ``evaluate_real`` scores the speech models on the same
-two talks. A model tuned on TED's cues alone so learns how these two speakers pause before each mark. The
-Earnings-22 mix learns it less: a quarter of its words carry other speakers' real cues. Cross-fitting removes the
-advantage: for each talk the pause model is fitted on the other talk alone (``fit_pauses --talks OTHER``), the
+two talks. A model tuned on TED's cues alone may so learn how these two speakers pause before each mark, and the
+Earnings-22 mix, a quarter of whose words carry other speakers' real cues, less. Cross-fitting measures what that
+is worth: for each talk the pause model is fitted on the other talk alone (``fit_pauses --talks OTHER``), the
 feature sets are built on it and the tunings are trained again; each talk is then scored by the models that never
 saw its cues (``evaluate_real --cross-fitted``).
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from experiments.numerics import pin_numerics  # noqa: E402
 
-pin_numerics()  # the pipeline's numerics, before numpy or torch loads (experiments/numerics.py); its steps pin their own
+pin_numerics()  # the pipeline's numerics, before numpy or torch loads (experiments/numerics.py); each step pins too
 
 import yaml  # noqa: E402
 
@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
                       "--set", f"seed={seed}"], model_dir / "model.pt", f"tune {run} seed {seed}")
                 folds.setdefault(f"{run}_seed{seed}", {})[talk] = str(model_dir)
     text_model = params["punctuate"]["text_model"]
-    cross = [f"{name}={','.join(f'{talk}:{path}' for talk, path in by_talk.items())}" for name, by_talk in folds.items()]
+    cross = [f"{name}={','.join(f'{talk}:{path}' for talk, path in by_talk.items())}"
+             for name, by_talk in folds.items()]
     command = ["pipeline.evaluate_real", "--params", args.params, "--out", f"{args.out}.md", "--metrics",
                f"{args.out}.json", "--pause-model", "data/pauses/model.json", "--model", f"text_model={text_model}"]
     for entry in cross:
