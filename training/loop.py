@@ -478,13 +478,14 @@ class _Run:
         metrics.update(note_step_mode(state, self.graph_step, self.graph_refused))  # graph mode: step_mode and why
         # ... and how long it took, which differs at every run: never written into the model directory.
         peak, peak_kind = peak_memory(self.device)
+        # to the millisecond: a short run (a test's, a resumed tail) must not read as zero seconds and no rate
         timings = {
-            "train_seconds": round(seconds, 1),
+            "train_seconds": round(seconds, 3),
             "train_tokens_per_second": round(state["train_tokens"] / seconds if seconds else 0.0, 1),
             "steps_per_second": round(state["step"] / seconds if seconds else 0.0, 2),
-            "wall_seconds": round(state.get("wall_seconds", 0.0), 1),
-            "eval_seconds": round(state.get("eval_seconds", 0.0), 1),
-            "checkpoint_seconds": round(state.get("checkpoint_seconds", 0.0), 1),
+            "wall_seconds": round(state.get("wall_seconds", 0.0), 3),
+            "eval_seconds": round(state.get("eval_seconds", 0.0), 3),
+            "checkpoint_seconds": round(state.get("checkpoint_seconds", 0.0), 3),
             "peak_memory_bytes": peak, "peak_memory_kind": peak_kind,
         }
         timings.update(step_counts(state))  # graph mode: steps replayed and run eagerly
