@@ -21,8 +21,11 @@ of a sentence-embedding checkpoint are tuned for pooling, the middle ones keep m
 linear classifier or a BiLSTM of ``head_hidden`` units per direction over the window's words;
 ``vector_mlp_hidden`` adds, beside the linear input of the vectors, an MLP over the word's state and its own and its
 neighbours' vectors (a warm start may add it: it starts at zero output; measured for the speech model's cues in
-``reports/comparisons/speech_model_cue_mlp.md``, no gain). The choice on a
-CPU budget is measured: ``reports/encoder_choice.md``.
+``reports/comparisons/speech_model_cue_mlp.md``, no gain); ``vector_at_input`` adds the vectors, through one more
+linear layer starting at zero, to the input embedding of each word's label subword, so the encoder's attention
+reads them in every layer (gradients then pass through the frozen layers too; the trace, which reads subword ids
+alone, is not used: measured for the speech model's cues in ``reports/comparisons/speech_model_cues_at_input.md``).
+The choice on a CPU budget is measured: ``reports/encoder_choice.md``.
 
 A trained model directory holds the encoder's ``config.json`` and tokenizer (``encoder/``) beside the weights,
 so it rebuilds without the original checkpoint directory and without reading its weights twice. It also holds
@@ -97,6 +100,20 @@ def place_word_rows(values: torch.Tensor, word_mask: torch.Tensor, spans: list[t
     return F.pad(kept, [0, 0] * (values.dim() - 2) + [0, length - values.size(1)])
 
 
+def span_word_rows(values: torch.Tensor, word_mask: torch.Tensor, spans: list[tuple[int, int, int]]) -> torch.Tensor:
+    """The batch's per-token ``values`` (B, T, ...) laid out as the subword rows' words (N, W, ...), zeros past a
+    row's words: the inverse of :func:`place_word_rows` (a row cut into spans gives each span its own words)."""
+    width = word_mask.size(1)
+    if len(spans) == values.size(0):  # every row is one subword row
+        rows = values[:, :width]
+        rows = F.pad(rows, [0, 0] * (values.dim() - 2) + [0, width - rows.size(1)])
+    else:
+        rows = values.new_zeros(len(spans), width, *values.shape[2:])
+        for n, (row, start, end) in enumerate(spans):
+            rows[n, :end - start] = values[row, start:end]
+    return torch.where(word_mask.reshape(*word_mask.shape, *([1] * (values.dim() - 2))), rows, 0.0)
+
+
 def neighbour_vectors(vectors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The (B, T, D) ``vectors`` of each token's previous and next token, zeros past a row's ends (padding is
     zeros already)."""
@@ -168,12 +185,12 @@ class EncoderTagger(PretrainedEncoderModel):
     traceable = True
     #: Settings a warm start may add to a source without them, and the modules they add: those start at zero
     #: output, so the started model computes what the source computes (training.warm_start).
-    warm_start_additions = {"vector_mlp_hidden": "vector_mlp"}
+    warm_start_additions = {"vector_mlp_hidden": "vector_mlp", "vector_at_input": "vector_embed_input"}
 
     def __init__(self, *, num_labels: int, vector_dim: int, vocab_size: int, pretrained: str | None,
                  layers: int | None, freeze_layers: int, label_subword: str, dropout: float, max_subwords: int,
                  layer_mix: bool = False, head: str = "linear", head_hidden: int = 0, vector_mlp_hidden: int = 0,
-                 pretrained_weights: bool = True, traced: bool = False):
+                 vector_at_input: bool = False, pretrained_weights: bool = True, traced: bool = False):
         super().__init__()
         del vocab_size  # the encoder has its own vocabulary
         if label_subword not in LABEL_SUBWORDS:
@@ -231,6 +248,16 @@ class EncoderTagger(PretrainedEncoderModel):
                                             nn.Linear(vector_mlp_hidden, width))
             nn.init.zeros_(self.vector_mlp[2].weight)
             nn.init.zeros_(self.vector_mlp[2].bias)
+        # the vectors in the encoder's input, at each word's label subword: its attention reads them in every layer.
+        # It starts at zero, so a warm start predicts as its source; it needs gradients through the encoder.
+        self.vector_embed_input: nn.Linear | None = None
+        if vector_at_input:
+            if vector_dim == 0 or self.frozen:
+                raise ValueError(f"vector_at_input needs input vectors (vector_dim {vector_dim}) and an encoder "
+                                 f"that passes gradients (freeze_layers below {layer_count}, not traced)")
+            self.vector_embed_input = nn.Linear(vector_dim, int(self.encoder.config.hidden_size))
+            nn.init.zeros_(self.vector_embed_input.weight)
+            nn.init.zeros_(self.vector_embed_input.bias)
         self.head: RecurrentEncoder | None = None
         if head == "blstm":
             self.head = RecurrentEncoder(width, head_hidden, 1, bidirectional=True)
@@ -265,6 +292,8 @@ class EncoderTagger(PretrainedEncoderModel):
             raise ValueError("a model loaded from its encoder's trace cannot write a model directory; load it with "
                              "load_trained_model(..., traced=False)")
         super().save_files(model_dir)
+        if self.vector_embed_input is not None:  # the trace reads subword ids alone, not the vectors beside them
+            return
         files = Path(model_dir) / ENCODER_FILES
         with torch.random.fork_rng(devices=[]):  # its random initialisation leaves the generator as it was
             encoder, _ = load_encoder(files, weights=False)  # on the CPU, as the transformers path rebuilds it
@@ -282,7 +311,7 @@ class EncoderTagger(PretrainedEncoderModel):
         """The settings that rebuild the model of ``model_dir``; ``traced``: from its encoder's trace when the
         directory has one (older directories do not)."""
         config = super().config_for_loading(config, model_dir)
-        if traced and (Path(model_dir) / ENCODER_FILES / TRACED_FILE).is_file():
+        if traced and not config.get("vector_at_input") and (Path(model_dir) / ENCODER_FILES / TRACED_FILE).is_file():
             return {**config, "traced": True}
         return config
 
@@ -299,6 +328,18 @@ class EncoderTagger(PretrainedEncoderModel):
                                self.label_subword)
         return self.subwords_on_device(subwords), spans
 
+    def _encoder_inputs(self, batch: dict, subwords: SubwordBatch, spans: list[tuple[int, int, int]]
+                        ) -> dict[str, torch.Tensor]:
+        """The encoder's input: the subword ids, or with ``vector_at_input`` their embeddings with each word's
+        vectors, projected, added at its label subword (before the positions and the embeddings' LayerNorm)."""
+        if self.vector_embed_input is None:
+            return {"input_ids": subwords.input_ids}
+        embeddings = self.encoder.get_input_embeddings()(subwords.input_ids)
+        vectors = span_word_rows(batch["vectors"].to(embeddings.device), subwords.word_mask, spans)
+        shift = self.vector_embed_input(vectors) * subwords.word_mask.unsqueeze(-1)
+        index = subwords.label_subword_index.unsqueeze(-1).expand_as(shift)
+        return {"inputs_embeds": embeddings.scatter_add(1, index, shift.to(embeddings.dtype))}
+
     def forward(self, batch: dict) -> torch.Tensor:
         words = batch.get("words")
         if words is None:
@@ -311,7 +352,7 @@ class EncoderTagger(PretrainedEncoderModel):
             if self.traced:  # a tensor: the last layer's states, or every layer's stacked
                 last = layers = self.encoder(subwords.input_ids, subwords.attention_mask.long())
             else:
-                output = self.encoder(input_ids=subwords.input_ids,
+                output = self.encoder(**self._encoder_inputs(batch, subwords, spans),
                                       attention_mask=encoder_attention_mask(self.encoder, subwords.attention_mask),
                                       output_hidden_states=mix)
                 last, layers = output.last_hidden_state, output.hidden_states

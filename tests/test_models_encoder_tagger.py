@@ -172,3 +172,51 @@ def test_the_vector_mlp_starts_at_zero_reads_the_neighbours_and_learns(checkpoin
     assert moved[2] > 0 and moved[4] > 0 and moved[3] > 0 and torch.all(moved[[0, 1, 5, 6, 7]] == 0)
     with pytest.raises(ValueError, match="vector_mlp_hidden"):
         tagger(checkpoints["bert"], vector_dim=0, vector_mlp_hidden=8)
+
+
+@pytest.mark.parametrize("max_subwords", [64, 12])  # 12: the rows are cut into spans (split_long_rows)
+def test_vectors_at_the_input_start_at_zero_reach_every_word_and_learn(checkpoints, max_subwords):
+    """``vector_at_input``: each word's vectors, through a linear layer starting at zero, join its label subword's
+    input embedding: the tagger predicts as it would without it until it learns, and through the encoder's attention
+    one word's vector moves the labels of the words around it, in its own row (its own span) only."""
+    torch.manual_seed(0)
+    plain = tagger(checkpoints["bert"], max_subwords=max_subwords).eval()
+    model = tagger(checkpoints["bert"], max_subwords=max_subwords, vector_at_input=True)
+    missing, unexpected = model.load_state_dict(plain.state_dict(), strict=False)
+    assert sorted(missing) == ["vector_embed_input.bias", "vector_embed_input.weight"] and not unexpected
+    batch = batch_of()
+    model.eval()
+    with torch.no_grad():
+        assert torch.equal(model(batch), plain(batch))
+    losses = train_on_batch(model.train(), batch, steps=5, lr=3e-3)
+    assert model.vector_embed_input.weight.abs().sum() > 0 and losses[-1] < losses[0]
+    model.eval()
+    changed = {**batch, "vectors": batch["vectors"].clone()}
+    changed["vectors"][0, 3] += 10.0
+    with torch.no_grad():
+        moved = (model(changed) - model(batch)).abs().sum(-1)
+    assert torch.all(moved[1] == 0) and moved[0, 3] > 0
+    if max_subwords == 64:  # one subword row: the vector reaches the row's first and last words
+        assert moved[0, 0] > 0 and moved[0, 7] > 0
+    else:  # spans: a word past its span's end is not reached
+        assert (moved[0] == 0).any()
+
+
+def test_vectors_at_the_input_need_vectors_and_gradients_through_the_encoder(checkpoints, tmp_path):
+    with pytest.raises(ValueError, match="vector_at_input"):
+        tagger(checkpoints["bert"], vector_dim=0, vector_at_input=True)
+    with pytest.raises(ValueError, match="vector_at_input"):
+        tagger(checkpoints["bert"], freeze_layers=2, vector_at_input=True)  # the tiny encoder has two layers
+    assert tagger(checkpoints["bert"], freeze_layers=1, vector_at_input=True).vector_embed_input is not None
+
+
+def test_span_word_rows_undoes_place_word_rows():
+    from models.encoder_tagger import place_word_rows, span_word_rows
+
+    values = torch.arange(2 * 5 * 2, dtype=torch.float32).reshape(2, 5, 2)
+    spans = [(0, 0, 3), (0, 3, 5), (1, 0, 2)]  # row 0 cut in two spans; row 1 has two words
+    word_mask = torch.tensor([[True, True, True], [True, True, False], [True, True, False]])
+    rows = span_word_rows(values, word_mask, spans)
+    assert rows.shape == (3, 3, 2) and torch.all(rows[1, 2] == 0)
+    back = place_word_rows(rows, word_mask, spans, 2, 5)
+    assert torch.equal(back[0], values[0]) and torch.equal(back[1, :2], values[1, :2]) and torch.all(back[1, 2:] == 0)

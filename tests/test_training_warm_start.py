@@ -191,10 +191,11 @@ def test_a_tuning_may_change_how_the_model_trains_but_not_the_model(caches, tmp_
         tuning_config(_params({"cues": {"from": "blstm", "model": {"depth": 2}}}), "cues")
 
 
-def test_a_warm_start_may_add_a_module_that_starts_at_zero(caches, tmp_path):
-    """encoder_tagger's ``vector_mlp_hidden`` (its warm_start_additions): a source without the MLP starts a run
-    with it, predicting as the source does; any other difference is still refused, and a source with the MLP
-    does not start a run without it."""
+@pytest.mark.parametrize("setting, value", [("vector_mlp_hidden", 8), ("vector_at_input", True)])
+def test_a_warm_start_may_add_a_module_that_starts_at_zero(caches, tmp_path, setting, value):
+    """encoder_tagger's ``vector_mlp_hidden`` and ``vector_at_input`` (its warm_start_additions): a source without
+    the module starts a run with it, predicting as the source does; any other difference is still refused, and a
+    source with the module does not start a run without it."""
     pytest.importorskip("transformers")
     from tests.fixture_checkpoints import make_checkpoint
 
@@ -203,10 +204,10 @@ def test_a_warm_start_may_add_a_module_that_starts_at_zero(caches, tmp_path):
     train_model(caches["words"], tmp_path / "text", tmp_path / "state", model_config=tagger,
                 train_config={**TRAIN, "lr": 0.003}, window=30, stride=15)
     source, _ = load_trained_model(tmp_path / "text", traced=False)
-    with_mlp = {**tagger, "freeze_layers": 1, "vector_mlp_hidden": 8}
+    with_mlp = {**tagger, "freeze_layers": 1, setting: value}
     model = build_model(with_mlp, num_labels=4, vector_dim=11, vocab_size=10)
     info = warm_start(model, with_mlp, tmp_path / "text", caches["concat"])
-    assert info["added"] == ["vector_mlp_hidden"] and "vector_input.weight" in info["grown"]
+    assert info["added"] == [setting] and "vector_input.weight" in info["grown"]
     batch = {**_batch(caches["concat"]), "words": [load_split_words(caches["concat"], "dev")[:30]]}
     model.eval()
     source.eval()
@@ -218,6 +219,9 @@ def test_a_warm_start_may_add_a_module_that_starts_at_zero(caches, tmp_path):
                    caches["concat"])
     train_model(caches["concat"], tmp_path / "speech", tmp_path / "state", model_config=with_mlp,
                 train_config={**TRAIN, "lr": 0.003}, window=30, stride=15, init_from=tmp_path / "text")
+    if setting == "vector_at_input":  # the encoder's trace reads no vectors: inference loads the encoder itself
+        assert not (tmp_path / "speech" / "encoder" / "traced.pt").exists()
+        assert not load_trained_model(tmp_path / "speech", traced=True)[0].traced
     with pytest.raises(WarmStartError, match="not this run's"):
         warm_start(build_model(tagger, num_labels=4, vector_dim=11, vocab_size=10), tagger, tmp_path / "speech",
                    caches["concat"])

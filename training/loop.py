@@ -476,9 +476,8 @@ class _Run:
             "device": device_name(self.device), "processes": self.processes.world, **kept,
         }
         metrics.update(note_step_mode(state, self.graph_step, self.graph_refused))  # graph mode: step_mode and why
-        # ... and how long it took, which differs at every run: never written into the model directory.
+        # ... and how long it took (differs at every run: not in the model directory; to the ms: a short run is not 0 s)
         peak, peak_kind = peak_memory(self.device)
-        # to the millisecond: a short run (a test's, a resumed tail) must not read as zero seconds and no rate
         timings = {
             "train_seconds": round(seconds, 3),
             "train_tokens_per_second": round(state["train_tokens"] / seconds if seconds else 0.0, 1),
