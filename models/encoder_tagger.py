@@ -23,9 +23,10 @@ linear classifier or a BiLSTM of ``head_hidden`` units per direction over the wi
 neighbours' vectors (a warm start may add it: it starts at zero output; measured for the speech model's cues in
 ``reports/comparisons/speech_model_cue_mlp.md``, no gain); ``vector_at_input`` adds the vectors, through one more
 linear layer starting at zero, to the input embedding of each word's label subword, so the encoder's attention
-reads them in every layer (gradients then pass through the frozen layers too; the trace, which reads subword ids
-alone, is not used: measured for the speech model's cues in ``reports/comparisons/speech_model_cues_at_input.md``).
-The choice on a CPU budget is measured: ``reports/encoder_choice.md``.
+reads them in every layer (gradients then pass through the frozen layers, a frozen encoder's too; the trace, which
+reads subword ids alone, is not used: measured for the speech model's cues in
+``reports/comparisons/speech_model_cues_at_input.md``). The choice on a CPU budget is measured:
+``reports/encoder_choice.md``.
 
 A trained model directory holds the encoder's ``config.json`` and tokenizer (``encoder/``) beside the weights,
 so it rebuilds without the original checkpoint directory and without reading its weights twice. It also holds
@@ -249,12 +250,13 @@ class EncoderTagger(PretrainedEncoderModel):
             nn.init.zeros_(self.vector_mlp[2].weight)
             nn.init.zeros_(self.vector_mlp[2].bias)
         # the vectors in the encoder's input, at each word's label subword: its attention reads them in every layer.
-        # It starts at zero, so a warm start predicts as its source; it needs gradients through the encoder.
+        # It starts at zero, so a warm start predicts as its source. Gradients reach it through the encoder, frozen
+        # or not (frozen weights stay fixed); the trace cannot carry them.
         self.vector_embed_input: nn.Linear | None = None
         if vector_at_input:
-            if vector_dim == 0 or self.frozen:
-                raise ValueError(f"vector_at_input needs input vectors (vector_dim {vector_dim}) and an encoder "
-                                 f"that passes gradients (freeze_layers below {layer_count}, not traced)")
+            if vector_dim == 0 or traced:
+                raise ValueError(f"vector_at_input needs input vectors (vector_dim {vector_dim}) and the encoder "
+                                 "itself, not its trace")
             self.vector_embed_input = nn.Linear(vector_dim, int(self.encoder.config.hidden_size))
             nn.init.zeros_(self.vector_embed_input.weight)
             nn.init.zeros_(self.vector_embed_input.bias)
@@ -348,7 +350,8 @@ class EncoderTagger(PretrainedEncoderModel):
         self.check_words(words, mask)
         subwords, spans = self._subwords(words)
         mix = self.layer_weights is not None
-        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen):
+        # a frozen encoder runs without gradients, unless they must reach the vectors at its input
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not (self.frozen and self.vector_embed_input is None)):
             if self.traced:  # a tensor: the last layer's states, or every layer's stacked
                 last = layers = self.encoder(subwords.input_ids, subwords.attention_mask.long())
             else:

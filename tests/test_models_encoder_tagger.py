@@ -202,12 +202,19 @@ def test_vectors_at_the_input_start_at_zero_reach_every_word_and_learn(checkpoin
         assert (moved[0] == 0).any()
 
 
-def test_vectors_at_the_input_need_vectors_and_gradients_through_the_encoder(checkpoints, tmp_path):
+def test_vectors_at_the_input_of_a_frozen_encoder_learn_while_its_weights_stay(checkpoints):
+    """A frozen encoder (the speech model's tuning freezes all of it) passes gradients to the vectors at its input;
+    its own weights get none, and its dropout stays off."""
+    torch.manual_seed(0)
+    model = tagger(checkpoints["bert"], freeze_layers=2, dropout=0.1, vector_at_input=True)  # the tiny encoder: 2
+    batch = batch_of()
+    model.train()
+    assert not model.encoder.training
+    model.loss(batch).backward()
+    assert model.vector_embed_input.weight.grad.abs().sum() > 0
+    assert all(p.grad is None for p in model.encoder.parameters())
     with pytest.raises(ValueError, match="vector_at_input"):
         tagger(checkpoints["bert"], vector_dim=0, vector_at_input=True)
-    with pytest.raises(ValueError, match="vector_at_input"):
-        tagger(checkpoints["bert"], freeze_layers=2, vector_at_input=True)  # the tiny encoder has two layers
-    assert tagger(checkpoints["bert"], freeze_layers=1, vector_at_input=True).vector_embed_input is not None
 
 
 def test_span_word_rows_undoes_place_word_rows():
