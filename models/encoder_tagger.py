@@ -23,8 +23,9 @@ linear classifier or a BiLSTM of ``head_hidden`` units per direction over the wi
 neighbours' vectors (a warm start may add it: it starts at zero output; measured for the speech model's cues in
 ``reports/comparisons/speech_model_cue_mlp.md``, no gain); ``vector_at_input`` adds the vectors, through one more
 linear layer starting at zero, to the input embedding of each word's label subword, so the encoder's attention
-reads them in every layer (gradients then pass through the frozen layers, a frozen encoder's too; the trace, which
-reads subword ids alone, is not used: measured for the speech model's cues in
+reads them in every layer (``vector_at_input_first``: from that column on, such as the cues after the word vectors;
+gradients pass through the frozen layers, a frozen encoder's too; the trace, which reads subword ids alone, is not
+used: measured for the speech model's cues in
 ``reports/comparisons/speech_model_cues_at_input.md``). The choice on a CPU budget is measured:
 ``reports/encoder_choice.md``.
 
@@ -186,12 +187,14 @@ class EncoderTagger(PretrainedEncoderModel):
     traceable = True
     #: Settings a warm start may add to a source without them, and the modules they add: those start at zero
     #: output, so the started model computes what the source computes (training.warm_start).
-    warm_start_additions = {"vector_mlp_hidden": "vector_mlp", "vector_at_input": "vector_embed_input"}
+    warm_start_additions = {"vector_mlp_hidden": "vector_mlp", "vector_at_input": "vector_embed_input",
+                            "vector_at_input_first": "vector_embed_input"}
 
     def __init__(self, *, num_labels: int, vector_dim: int, vocab_size: int, pretrained: str | None,
                  layers: int | None, freeze_layers: int, label_subword: str, dropout: float, max_subwords: int,
                  layer_mix: bool = False, head: str = "linear", head_hidden: int = 0, vector_mlp_hidden: int = 0,
-                 vector_at_input: bool = False, pretrained_weights: bool = True, traced: bool = False):
+                 vector_at_input: bool = False, vector_at_input_first: int = 0, pretrained_weights: bool = True,
+                 traced: bool = False):
         super().__init__()
         del vocab_size  # the encoder has its own vocabulary
         if label_subword not in LABEL_SUBWORDS:
@@ -252,12 +255,16 @@ class EncoderTagger(PretrainedEncoderModel):
         # the vectors in the encoder's input, at each word's label subword: its attention reads them in every layer.
         # It starts at zero, so a warm start predicts as its source. Gradients reach it through the encoder, frozen
         # or not (frozen weights stay fixed); the trace cannot carry them.
+        # vector_at_input_first: the first of the vectors' columns it reads (the timing cues follow the word vectors)
         self.vector_embed_input: nn.Linear | None = None
+        self.vector_at_input_first = int(vector_at_input_first)
         if vector_at_input:
-            if vector_dim == 0 or traced:
-                raise ValueError(f"vector_at_input needs input vectors (vector_dim {vector_dim}) and the encoder "
-                                 "itself, not its trace")
-            self.vector_embed_input = nn.Linear(vector_dim, int(self.encoder.config.hidden_size))
+            if vector_dim == 0 or traced or not 0 <= self.vector_at_input_first < vector_dim:
+                raise ValueError(f"vector_at_input needs input vectors (vector_dim {vector_dim}), the encoder itself "
+                                 f"(not its trace) and vector_at_input_first in [0, {vector_dim}), got "
+                                 f"{vector_at_input_first}")
+            self.vector_embed_input = nn.Linear(vector_dim - self.vector_at_input_first,
+                                                int(self.encoder.config.hidden_size))
             nn.init.zeros_(self.vector_embed_input.weight)
             nn.init.zeros_(self.vector_embed_input.bias)
         self.head: RecurrentEncoder | None = None
@@ -337,7 +344,8 @@ class EncoderTagger(PretrainedEncoderModel):
         if self.vector_embed_input is None:
             return {"input_ids": subwords.input_ids}
         embeddings = self.encoder.get_input_embeddings()(subwords.input_ids)
-        vectors = span_word_rows(batch["vectors"].to(embeddings.device), subwords.word_mask, spans)
+        vectors = batch["vectors"][..., self.vector_at_input_first:].to(embeddings.device)
+        vectors = span_word_rows(vectors, subwords.word_mask, spans)
         shift = self.vector_embed_input(vectors) * subwords.word_mask.unsqueeze(-1)
         index = subwords.label_subword_index.unsqueeze(-1).expand_as(shift)
         return {"inputs_embeds": embeddings.scatter_add(1, index, shift.to(embeddings.dtype))}

@@ -215,6 +215,18 @@ def test_vectors_at_the_input_of_a_frozen_encoder_learn_while_its_weights_stay(c
     assert all(p.grad is None for p in model.encoder.parameters())
     with pytest.raises(ValueError, match="vector_at_input"):
         tagger(checkpoints["bert"], vector_dim=0, vector_at_input=True)
+    with pytest.raises(ValueError, match="vector_at_input_first"):
+        tagger(checkpoints["bert"], vector_at_input=True, vector_at_input_first=3)
+    # from column 2 on (the cues after the word vectors): the first columns never reach the encoder's input
+    model = tagger(checkpoints["bert"], freeze_layers=2, vector_at_input=True, vector_at_input_first=2).eval()
+    assert model.vector_embed_input.in_features == 1
+    torch.nn.init.normal_(model.vector_embed_input.weight)
+    first, last = ({**batch, "vectors": batch["vectors"].clone()} for _ in range(2))
+    first["vectors"][0, 3, :2] += 10.0
+    last["vectors"][0, 3, 2] += 10.0
+    with torch.no_grad():
+        assert torch.equal(model(first), model(batch))  # the head's input reads them, but it starts at zero
+        assert (model(last) - model(batch)).abs().sum(-1)[0, 0] > 0  # word 3's cue reaches word 0 through attention
 
 
 def test_span_word_rows_undoes_place_word_rows():
