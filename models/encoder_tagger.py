@@ -106,9 +106,8 @@ def span_word_rows(values: torch.Tensor, word_mask: torch.Tensor, spans: list[tu
     """The batch's per-token ``values`` (B, T, ...) laid out as the subword rows' words (N, W, ...), zeros past a
     row's words: the inverse of :func:`place_word_rows` (a row cut into spans gives each span its own words)."""
     width = word_mask.size(1)
-    if len(spans) == values.size(0):  # every row is one subword row
+    if len(spans) == values.size(0):  # every row is one subword row, of at most the batch's length
         rows = values[:, :width]
-        rows = F.pad(rows, [0, 0] * (values.dim() - 2) + [0, width - rows.size(1)])
     else:
         rows = values.new_zeros(len(spans), width, *values.shape[2:])
         for n, (row, start, end) in enumerate(spans):
