@@ -289,6 +289,11 @@ class EncoderTagger(PretrainedEncoderModel):
                 parameter.requires_grad_(False)
 
     @property
+    def pretrained_encoder(self) -> nn.Module:
+        """The pretrained encoder's module: its weights train at ``train.encoder_lr`` where set (training.optimizer)."""
+        return self.encoder
+
+    @property
     def traced(self) -> bool:
         return isinstance(self.encoder, TracedEncoder)
 

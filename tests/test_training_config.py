@@ -23,7 +23,8 @@ def test_a_params_train_section_becomes_a_typed_config_and_back():
                                                                  "eval_batch_size", "find_unused_parameters",
                                                                  "decode_window", "decode_stride", "lr_schedule",
                                                                  "decode_combine", "window_jitter", "augment_rate",
-                                                                 "augment_substitute", "augment_delete", "keep"}
+                                                                 "augment_substitute", "augment_delete", "keep",
+                                                                 "encoder_lr"}
     # a model's own decoding windows are recorded where it has them
     assert config.replace(decode_window=64, decode_stride=48).as_params() == {
         **TINY_TRAIN, "lr": 1e-4, "decode_window": 64, "decode_stride": 48}

@@ -86,6 +86,10 @@ class TrainConfig:
     #    down to zero at the schedule's last step, exponential = down to a tenth of the peak at the last step,
     #    constant = the peak to the end (recorded only when not rsqrt, so older runs keep their fingerprints) --
     lr_schedule: str = field(default="rsqrt", metadata={"recorded_when_set": True})
+    #: the peak rate of a pretrained encoder's own weights (a model's ``pretrained_encoder``: encoder_tagger's), on
+    #: the same schedule; the other weights (a head, a new cue input) keep ``lr``. None: ``lr`` for every weight
+    #: (training.optimizer.optimizer_groups)
+    encoder_lr: float | None = field(default=None, metadata={"recorded_when_set": True})
     # -- which weights the run keeps, not which it trains: outside the checkpoint fingerprint (SELECTION_FIELDS),
     #    so a finished run is kept another way by running it again, without training it again --
     #: best = the weights of the best dev F1 among the evaluations (every eval_every_steps on dev_eval_tokens);
@@ -137,6 +141,8 @@ class TrainConfig:
         need(math.isfinite(self.clip_norm) and self.clip_norm > 0, "clip_norm", "must be a positive number")
         need(self.dev_eval_tokens is None or self.dev_eval_tokens >= 1, "dev_eval_tokens", "must be null or >= 1")
         need(self.max_steps is None or self.max_steps >= 0, "max_steps", "must be null or >= 0")
+        need(self.encoder_lr is None or (math.isfinite(self.encoder_lr) and self.encoder_lr > 0), "encoder_lr",
+             "must be null or a positive number")
         need(self.decode_window is None or self.decode_window >= 1, "decode_window", "must be null or >= 1")
         need(self.decode_stride is None or self.decode_stride >= 1, "decode_stride", "must be null or >= 1")
         need(self.eval_batch_size is None or self.eval_batch_size >= 1, "eval_batch_size", "must be null or >= 1")

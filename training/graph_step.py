@@ -121,8 +121,8 @@ def graph_optimizer(parameters, lr: float, device: torch.device) -> torch.optim.
     of the rate would otherwise read it back from the device)."""
     optimizer = torch.optim.Adam(parameters, lr=torch.tensor(float(lr), dtype=torch.float32), betas=(0.9, 0.98),
                                  eps=1e-9, capturable=True, fused=device.type == "cuda")
-    for group in optimizer.param_groups:
-        group["lr"] = group["lr"].to(device)
+    for group in optimizer.param_groups:  # a group with its own rate (train.encoder_lr) gets its own tensor
+        group["lr"] = torch.as_tensor(group["lr"], dtype=torch.float32).to(device)
     # its eager steps (warm-up, shorter batches) are meant: no warning that capturable=True runs uncaptured
     optimizer._warned_capturable_if_run_uncaptured = True
     return optimizer

@@ -59,8 +59,9 @@ from training.execution import (
     peak_memory,
     processes_of,
 )
-from training.graph_step import GRAPH, GraphStep, graph_optimizer, graph_refusal, note_step_mode, step_counts
+from training.graph_step import GRAPH, GraphStep, graph_refusal, note_step_mode, step_counts
 from training.model_output import kept_weights, write_model_dir
+from training.optimizer import trainer_adam
 from training.warm_start import warm_start
 
 log = logging.getLogger(__name__)
@@ -183,12 +184,8 @@ class _Run:
         if processes.rank > 0:  # other dropout masks than process 0's (its own seed stays the single-process one)
             torch.manual_seed(seed + 7919 * processes.rank)
         self.graph_refused = graph_refusal(config, processes, model, self.train) if config.compile == GRAPH else None
-        if config.compile == GRAPH and self.graph_refused is None:  # training.graph_step
-            self.optimizer = graph_optimizer(model.parameters(), config.lr, device)
-        else:
-            adam_options = {"fused": True} if device.type == "cuda" else {}
-            self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9,
-                                              **adam_options)
+        # graph mode: training.graph_step; train.encoder_lr: training.optimizer
+        self.optimizer = trainer_adam(model, config, device, graph=config.compile == GRAPH and not self.graph_refused)
         self.loss_of = self._loss_function()
 
         self.num_tokens = self.train.num_tokens
