@@ -23,7 +23,13 @@ The model reads benchmark tokens: ``don't`` is ``do n't``. The cues of a word go
 label is the mark after the word); the tokens before it get ``pause`` 0 and ``log_duration`` 0 (inside a
 word nobody pauses) and the word's missing flag. :func:`encode` turns the raw columns into the model's
 input: ``log1p(pause / 0.1 s)`` (clipped at 5 s), the clipped ``log_duration`` and the missing flag (the
-values are 0 where it is set), for the cues named in ``features`` (``pause`` and/or ``duration``).
+values are 0 where it is set), for the cues named in ``features`` (:data:`FEATURES`).
+
+Against the speaker's own rate (``local_pause``, ``local_duration``): the same encoded value minus its mean over
+the timed tokens within :data:`LOCAL_WINDOW` tokens on either side. A fast speaker's short pause and a slow
+speaker's long one then read alike; no call boundary is needed (``punctuate`` reads one transcript; a training
+set's few windows across two calls blur a handful of tokens). Measured for the speech model on Earnings-22:
+``reports/comparisons/speech_model_local_rate.md``.
 
 Simulated cues for training text (:class:`PauseModel`)
 ------------------------------------------------------
@@ -56,6 +62,7 @@ __all__ = [
     "encode",
     "expected_log_duration",
     "feature_dim",
+    "local_mean",
     "token_raw",
     "word_cues",
     "word_groups",
@@ -64,7 +71,9 @@ __all__ = [
 #: Benchmark tokens that are the end of the word before them (corpus/text.py splits these off).
 CLITIC_TOKENS = frozenset({"n't", "'s", "'re", "'m", "'ll"})
 #: The cues :func:`encode` can give the model, in this order.
-FEATURES: tuple[str, ...] = ("pause", "duration")
+FEATURES: tuple[str, ...] = ("pause", "duration", "local_pause", "local_duration")
+#: Tokens on either side of a token whose timed cues make the local mean of ``local_pause`` / ``local_duration``.
+LOCAL_WINDOW = 50
 #: Columns of the raw per-token array: pause (s), log relative duration, missing (0/1).
 RAW_COLUMNS: tuple[str, ...] = ("pause", "log_duration", "missing")
 PAUSE_UNIT_S = 0.1
@@ -152,14 +161,26 @@ def encode(raw: np.ndarray, features: Sequence[str]) -> np.ndarray:
     features = check_features(features)
     raw = np.asarray(raw, dtype=np.float64)
     missing = raw[:, 2] > 0
-    columns = []
-    if "pause" in features:
-        columns.append(np.log1p(np.clip(raw[:, 0], 0.0, PAUSE_CLIP_S) / PAUSE_UNIT_S))
-    if "duration" in features:
-        columns.append(np.clip(raw[:, 1], -DURATION_CLIP, DURATION_CLIP))
-    out = np.stack(columns + [missing.astype(np.float64)], axis=1)
+    values = {"pause": np.log1p(np.clip(raw[:, 0], 0.0, PAUSE_CLIP_S) / PAUSE_UNIT_S),
+              "duration": np.clip(raw[:, 1], -DURATION_CLIP, DURATION_CLIP)}
+    for cue in ("pause", "duration"):
+        if f"local_{cue}" in features:
+            values[f"local_{cue}"] = values[cue] - local_mean(values[cue], ~missing, LOCAL_WINDOW)
+    out = np.stack([values[name] for name in features] + [missing.astype(np.float64)], axis=1)
     out[missing, :-1] = 0.0
     return out.astype(np.float32)
+
+
+def local_mean(values: np.ndarray, timed: np.ndarray, window: int) -> np.ndarray:
+    """Each token's mean of ``values`` over the ``timed`` tokens within ``window`` tokens on either side (itself
+    included; 0 where there is none)."""
+    weights = np.asarray(timed, dtype=np.float64)
+    sums = np.concatenate([[0.0], np.cumsum(np.asarray(values, dtype=np.float64) * weights)])
+    counts = np.concatenate([[0.0], np.cumsum(weights)])
+    index = np.arange(len(weights))
+    low, high = np.maximum(index - window, 0), np.minimum(index + window + 1, len(weights))
+    total, count = sums[high] - sums[low], counts[high] - counts[low]
+    return np.divide(total, count, out=np.zeros(len(weights)), where=count > 0)
 
 
 class PauseModel:

@@ -12,7 +12,9 @@ from embeddings.sources import SourceSpecError
 from embeddings.timing_features import (
     PauseModel,
     encode,
+    LOCAL_WINDOW,
     feature_dim,
+    local_mean,
     missing_raw,
     token_raw,
     word_cues,
@@ -79,6 +81,42 @@ def test_encode_transforms_clips_and_zeroes_missing():
     for bad in ([], ["pitch"], ["pause", "pause"]):
         with pytest.raises(ValueError):
             encode(raw, bad)
+
+
+def test_local_mean_averages_the_timed_tokens_within_the_window():
+    values = np.array([1.0, 2.0, 100.0, 4.0, 5.0])
+    timed = np.array([True, True, False, True, True])
+    assert local_mean(values, timed, 1).tolist() == pytest.approx([1.5, 1.5, 3.0, 4.5, 4.5])
+    assert local_mean(values, timed, 10).tolist() == pytest.approx([3.0] * 5)
+    assert local_mean(values, np.zeros(5, bool), 1).tolist() == [0.0] * 5  # no timed token: 0
+    assert local_mean(np.zeros(0), np.zeros(0, bool), 3).shape == (0,)
+
+
+def test_local_cues_read_a_pause_against_the_speaker_s_own_pauses():
+    """A slower speaker: every encoded pause longer by one constant. The absolute cues differ, the local ones read
+    alike."""
+    fast = np.zeros((3 * LOCAL_WINDOW, 3), np.float32)
+    fast[:, 0] = np.tile([0.1, 0.1, 0.6], LOCAL_WINDOW)  # a long pause every third word
+    slow = fast.copy()
+    features = ["pause", "local_pause"]
+    assert feature_dim(features) == 3 and feature_dim(["pause", "duration", "local_pause", "local_duration"]) == 5
+    encoded_fast = encode(fast, features)
+    # the same encoded pauses shifted by a constant (a slower speaker on the log scale): local_pause is unchanged
+    shift = 0.7
+    slow[:, 0] = (np.expm1(np.log1p(fast[:, 0] / 0.1) + shift) * 0.1).astype(np.float32)
+    encoded_slow = encode(slow, features)
+    middle = slice(LOCAL_WINDOW, 2 * LOCAL_WINDOW)  # full windows
+    assert encoded_slow[middle, 0] - encoded_fast[middle, 0] == pytest.approx(np.full(LOCAL_WINDOW, shift), abs=1e-5)
+    assert encoded_slow[middle, 1] == pytest.approx(encoded_fast[middle, 1], abs=1e-5)
+    assert encoded_fast[2, 1] > 0 > encoded_fast[0, 1]  # the long pause above the speaker's mean, the short below
+    # untimed tokens read 0 and are left out of their neighbours' means
+    holes = fast.copy()
+    holes[0::5, 2] = 1.0
+    with_holes = encode(holes, ["pause", "duration", "local_pause", "local_duration"])
+    assert (with_holes[0::5, :4] == 0).all() and (with_holes[0::5, 4] == 1).all()
+    timed = holes[:, 2] == 0
+    expected = encode(holes, ["pause"])[:, 0] - local_mean(encode(holes, ["pause"])[:, 0], timed, LOCAL_WINDOW)
+    assert with_holes[timed, 2] == pytest.approx(expected[timed], abs=1e-6)
 
 
 def _model(min_pool: int = 30) -> PauseModel:
