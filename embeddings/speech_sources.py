@@ -21,7 +21,8 @@
                           and how long it was held, and a missing flag; ``<path>/<split>/timing.npy`` holds the
                           raw per-token cues (simulated for training text by the ``fit_pauses`` stage, computed
                           from word timings at inference); ``features`` picks the cues (``[pause]`` default,
-                          ``[pause, duration]``). Tokens whose flag is set count as without speech
+                          ``[pause, duration]``; ``local_pause``, ``local_duration``: against the speaker's own
+                          rate). Tokens whose flag is set count as without speech
 ========================  =========================================================================================
 
 Speech vectors never get random OOV vectors: zeros mean "no speech information", which is what summing

@@ -15,6 +15,9 @@ the text model's predictions before its first step, then learns to use the pause
 Fine-tuned or frozen: ``freeze_layers`` keeps the embeddings and the first N layers fixed (0: fine-tune
 everything; the encoder's layer count: a frozen feature extractor, run without gradients, whose forward pass
 alone costs about a third of a fine-tuning step, so the head sees three times the words in the same minutes);
+the weights it fine-tunes may take their own rate, ``train.encoder_lr`` (:attr:`EncoderTagger.pretrained_encoder`,
+``training/optimizer.py``; for the speech model's tuning in ``reports/comparisons/speech_model_fine_tuned_encoder.md``:
+both it and its control up about 1 F1 on Earnings-22 dev, the cues' value not);
 ``layers`` keeps only the first N layers of the checkpoint (a smaller, faster encoder); ``layer_mix`` reads a
 learned weighted sum of every layer's states instead of the last layer's (ELMo's scalar mix: the upper layers
 of a sentence-embedding checkpoint are tuned for pooling, the middle ones keep more syntax); ``head`` is a
