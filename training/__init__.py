@@ -2,6 +2,7 @@
 
 * :mod:`training.loop` -- :func:`train_model`, the one loop for the CPU, a GPU and several GPUs;
 * :mod:`training.config` -- its typed settings (:class:`TrainConfig`) and the budget of one call (:class:`Budget`);
+* :mod:`training.optimizer` -- its Adam, a pretrained encoder's weights at their own rate (``train.encoder_lr``);
 * :mod:`training.batches` -- the seeded window plan of each epoch and the batches cut from a split;
 * :mod:`training.dev_eval` -- model selection on the dev split, decoded as ``punctuate`` decodes;
 * :mod:`training.execution` -- processes of a distributed run, bf16 autocast, peak memory;
