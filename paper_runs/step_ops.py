@@ -54,6 +54,7 @@ from training.batches import TokenStore
 from training.config import TrainConfig
 from training.dev_eval import cut_batch, evaluate_on_tokens
 from training.loop import CUDA_EVAL_BATCH
+from training.optimizer import ADAM_SETTINGS
 
 #: operators whose result the host reads (and boolean-mask indexing, whose size it must know)
 WAITS = ("_local_scalar_dense", "nonzero", "item", "is_nonzero", "masked_select")
@@ -141,7 +142,7 @@ def count_step(model_config: dict[str, Any], train: dict[str, Any], *, learned: 
                        rng.integers(2, VOCAB_SIZE, tokens), rng.integers(0, len(LABELS), tokens),
                        words=["word"] * tokens if model.reads_words else None, device=torch.device("cpu"),
                        resident=True)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, **ADAM_SETTINGS, fused=True)
 
     def step() -> None:
         batch = cut_batch(store, np.arange(rows) * length, length)

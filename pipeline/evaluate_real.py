@@ -31,7 +31,7 @@ from corpus.io import atomic_write_text
 from experiments.params import require
 from evaluation.benchmark import find_evaluation
 from pipeline.stage import option, read_json, stage_parser, start, write_metrics
-from realspeech.earnings22 import prepared_calls, read_prepared_call, timed_share
+from realspeech.earnings22 import prepared_calls, read_prepared_call, timed_call_groups, timed_share
 from realspeech.evaluate import evaluate_real_speech, real_speech_markdown
 
 TEXT, AUDIO = "text_model", "audio_model"
@@ -87,9 +87,11 @@ def _notes(result: dict[str, Any], models: dict[str, Any]) -> list[str]:
     found = result["models"]
     notes = []
 
-    def f1(name: str, input_name: str, label: str = "OVERALL") -> float | None:
+    def f1(name: str, input_name: str, label: str = "OVERALL", group: str | None = None) -> float | None:
         entry = found.get(name, {}).get(input_name)
-        return None if entry is None else 100 * entry["all"][label]["f1"]
+        if entry is None:
+            return None
+        return 100 * (entry["all"] if group is None else entry["groups"][group])[label]["f1"]
 
     for name, control in CONTROL_OF.items():
         base = SAME_ARCHITECTURE[name]
@@ -103,6 +105,12 @@ def _notes(result: dict[str, Any], models: dict[str, Any]) -> list[str]:
             f"{f1(name, 'timings') - f1(base, 'text'):+.1f} points, PERIOD {gain['PERIOD']:+.1f}, COMMA "
             f"{gain['COMMA']:+.1f}; without speech (its text-only fallback) {f1(name, 'text') - f1(base, 'text'):+.1f}"
             f"{against_control}.")
+    for name, control in CONTROL_OF.items():
+        if f1(name, "timings") is None or f1(control, "timings") is None or not result.get("groups"):
+            continue
+        by_group = [f"{f1(name, 'timings', group=group) - f1(control, 'timings', group=group):+.1f} on the {group}"
+                    for group in result["groups"]]
+        notes.append(f"- `{name}` against `{control}`, both with the real timings: {'; '.join(by_group)}.")
     for name in found:
         base = SAME_ARCHITECTURE.get(name)
         if name in CONTROL_OF or base is None or f1(name, "timings") is None or f1(base, "text") is None:
@@ -147,8 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     models.update(_cross_fitted(args.cross_fitted))
     threads = (params.get("evaluate") or {}).get("threads")
     if args.earnings22:
-        result = evaluate_real_speech(args.earnings22, prepared_calls(args.earnings22), models, device=args.device,
-                                      predictions_dir=args.predictions, read_talk=read_prepared_call, threads=threads)
+        calls = prepared_calls(args.earnings22)
+        result = evaluate_real_speech(args.earnings22, calls, models, device=args.device,
+                                      predictions_dir=args.predictions, read_talk=read_prepared_call, threads=threads,
+                                      groups=timed_call_groups(args.earnings22, calls))
     else:
         result = evaluate_real_speech(require(data, "real_speech_dir", "data"),
                                       list(require(data, "real_speech_talks", "data")), models, device=args.device,

@@ -69,7 +69,7 @@ from corpus.user_text import model_tokens, split_user_text
 from embeddings.speech_sources import PAUSES_FILE
 
 __all__ = ["CallCues", "Earnings22Data", "LONG_PAUSE_S", "SplitCues", "call_cues", "cue_summary",
-           "prepare_earnings22", "split_totals", "untimed_runs"]
+           "prepare_earnings22", "split_totals", "timed_call_groups", "untimed_runs"]
 
 #: The pause the reports count as long (docs/real_speech.md: 0.2 s or more follows most periods in TED speech).
 LONG_PAUSE_S = 0.2
@@ -350,3 +350,13 @@ def timed_share(calls_dir: str | Path, names: Sequence[str]) -> float:
 
     rows = [row for name in names for row in read_word_tsv(Path(calls_dir) / "timings" / f"{name}.tsv")]
     return sum(row.has_time for row in rows) / max(len(rows), 1)
+
+
+def timed_call_groups(calls_dir: str | Path, names: Sequence[str]) -> dict[str, list[str]]:
+    """The calls ``names`` of a prepared split in two groups: those with at least :data:`MOSTLY_UNTIMED` of their
+    words timed, and the mostly untimed rest (the aligner gave up on most of them). Why: a timing cue can only help
+    where a word has a time, and the calls' timed shares are far apart (a few percent, or most words)."""
+    timed = [name for name in names if timed_share(calls_dir, [name]) >= MOSTLY_UNTIMED]
+    percent = f"{100 * MOSTLY_UNTIMED:.0f} %"
+    return {f"calls timed ≥ {percent}": timed,
+            f"calls timed < {percent}": [name for name in names if name not in timed]}

@@ -2,7 +2,7 @@
 
 * :func:`evaluate_real_speech` -- the models of the comparison on each talk of :mod:`realspeech.cues`
   (``TALK.txt``, with ``TALK.timings.tsv`` for a model that reads timing cues), scored per word against
-  ``TALK.ref.tsv``; also all talks pooled;
+  ``TALK.ref.tsv``; also all talks pooled, and any groups of talks pooled (Earnings-22's calls by their timed share);
 * :func:`real_speech_markdown` -- its report, beside the models' IWSLT2011 figures and the pause model.
 """
 
@@ -29,10 +29,11 @@ def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
                          models: Mapping[str, str | Path | Mapping[str, str | Path]], *, device: str = "cpu",
                          predictions_dir: str | Path | None = None,
                          read_talk: Callable[[str | Path, str], RealTalk] = read_real_talk,
-                         threads: int | None = None) -> dict[str, Any]:
+                         threads: int | None = None,
+                         groups: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
     """Score each model on each talk, from its text alone and (for a model that reads timing cues) with the
     talk's real word timings, exactly as ``punctuate [--alignment TALK.timings.tsv] TALK.txt`` would label the
-    words; also all talks pooled.
+    words; also all talks pooled, and each of ``groups`` (name -> talks) pooled (``[input]["groups"][name]``).
 
     ``models``: name -> model directory, or name -> {talk: model directory} for a **cross-fitted** model (each
     talk scored by a model whose pause model was fitted without it). With ``predictions_dir``, each run's
@@ -47,8 +48,15 @@ def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
     from inference.speech_input import read_timing_rows
 
     real = [read_talk(directory, name) for name in talks]
+    groups = dict(groups or {})
+    strays = {name: sorted(set(members) - set(talks)) for name, members in groups.items()}
+    if any(strays.values()):
+        raise ValueError(f"groups name talks that are not scored: {({k: v for k, v in strays.items() if v})}")
     timings = {talk.name: read_timing_rows(talk.timings_path) for talk in real}
     result: dict[str, Any] = {"talks": {talk.name: {"words": len(talk.words)} for talk in real}, "models": {}}
+    if groups:
+        result["groups"] = {name: {"talks": list(members), "words": sum(result["talks"][t]["words"] for t in members)}
+                            for name, members in groups.items()}
     for model_name, model_dirs in models.items():
         if isinstance(model_dirs, Mapping):
             unknown = set(model_dirs) - {talk.name for talk in real}
@@ -72,6 +80,7 @@ def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
             pooled_reference: list[str] = []
             pooled_predicted: list[str] = []
             per_talk: dict[str, Any] = {}
+            talk_labels: dict[str, list[str]] = {}
             for talk in real:
                 punctuator = punctuators[talk.name]
                 user_text, labels, _ = punctuator.punctuate_text(
@@ -80,6 +89,7 @@ def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
                 if [word.text for word in user_text.words] != list(talk.words):
                     raise AssertionError(f"{talk.name}: punctuate changed the words")  # cannot happen
                 per_talk[talk.name] = _scores(talk.labels, labels)
+                talk_labels[talk.name] = labels
                 pooled_reference += talk.labels
                 pooled_predicted += labels
                 if predictions_dir is not None:
@@ -87,6 +97,12 @@ def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text("".join(f"{w}\t{l}\n" for w, l in zip(talk.words, labels)), encoding="utf-8")
             entry[input_name] = {"talks": per_talk, "all": _scores(pooled_reference, pooled_predicted)}
+            if groups:
+                by_name = {talk.name: talk for talk in real}
+                entry[input_name]["groups"] = {
+                    name: _scores([label for t in members for label in by_name[t].labels],
+                                  [label for t in members for label in talk_labels[t]])
+                    for name, members in groups.items()}
         result["models"][model_name] = entry
     return result
 
@@ -147,6 +163,21 @@ def real_speech_markdown(result: Mapping[str, Any], *, descriptions: Mapping[str
         out.append("")
     if base is not None:
         out += [f"Δ F1: overall F1 minus `{baseline}`'s on the text alone (points).", ""]
+    if result.get("groups"):
+        names = list(result["groups"])
+        out += ["## By group of talks", "",
+                "Overall F1 of each model and input, pooled over each group's talks.", "",
+                "| model | input | " + " | ".join(
+                    f"{name} ({len(info['talks'])} talks, {info['words']:,} words)"
+                    for name, info in result["groups"].items()) + " |",
+                "|" + "---|" * (2 + len(names))]
+        for model_name, entry in result["models"].items():
+            for input_name in ("text", "timings"):
+                if input_name in entry:
+                    what = "text + real timings" if input_name == "timings" else "text only"
+                    cells = [_pct(entry[input_name]["groups"][name]["OVERALL"]["f1"]) for name in names]
+                    out.append(f"| {model_name} | {what} | " + " | ".join(cells) + " |")
+        out.append("")
     if not per_talk:
         runs = [(name, input_name) for name, entry in result["models"].items()
                 for input_name in ("text", "timings") if input_name in entry]

@@ -124,8 +124,14 @@ def test_evaluate_real_speech_and_its_report(setup, tmp_path):
     talks = setup["talks"]
     models = {"text_model": setup["text_model"], "audio_model": setup["audio_model"],
               "crossed": {talks[0]: setup["audio_model"], talks[1]: setup["audio_model"]}}
-    result = evaluate_real_speech(setup["real"], talks, models, predictions_dir=tmp_path / "pred")
+    groups = {"first": [talks[0]], "both": list(talks)}
+    result = evaluate_real_speech(setup["real"], talks, models, predictions_dir=tmp_path / "pred", groups=groups)
     assert set(result["models"]) == set(models)
+    assert result["groups"]["first"] == {"talks": [talks[0]], "words": result["talks"][talks[0]]["words"]}
+    for name, entry in result["models"].items():  # a group pools its talks' labels: one talk is its own score
+        for scores in entry["text"], entry.get("timings", entry["text"]):
+            assert scores["groups"]["both"] == scores["all"]
+            assert scores["groups"]["first"] == scores["talks"][talks[0]]
     assert "timings" not in result["models"]["text_model"] and "timings" in result["models"]["audio_model"]
     for name in ("audio_model", "crossed"):
         entry = result["models"][name]["timings"]
@@ -137,12 +143,17 @@ def test_evaluate_real_speech_and_its_report(setup, tmp_path):
     assert len(written) == result["talks"][talks[0]]["words"]
     with pytest.raises(ValueError, match="one model directory per talk"):
         evaluate_real_speech(setup["real"], talks, {"bad": {talks[0]: setup["audio_model"]}})
+    with pytest.raises(ValueError, match="groups name talks that are not scored: {'odd': \\['nowhere'\\]}"):
+        evaluate_real_speech(setup["real"], talks, models, groups={"odd": ["nowhere"]})
     iwslt = {"text_model": {"ref": {"OVERALL": {"f1": 0.5}, "SER": 0.6}, "asr": {"OVERALL": {"f1": 0.4}, "SER": 0.7}}}
     markdown = real_speech_markdown(result, iwslt=iwslt, baseline="text_model",
                                     pause_model=setup["model"].summary(), notes=["- a note"])
     assert "| text_model | text only |" in markdown and "| audio_model | text + real timings |" in markdown
     assert "| text_model | 50.0 | 60.0 | 40.0 | 70.0 |" in markdown
     assert "## The pause model" in markdown and "- a note" in markdown and f"`{talks[1]}`" in markdown
+    first = 100 * result["models"]["audio_model"]["timings"]["groups"]["first"]["OVERALL"]["f1"]
+    assert "## By group of talks" in markdown and f"| model | input | first (1 talks, " in markdown
+    assert f"| audio_model | text + real timings | {first:.1f} | " in markdown
 
 
 # ----------------------------------------------------------------------------- the command
@@ -309,6 +320,9 @@ def test_fit_pauses_and_evaluate_real_stages(setup, tmp_path):
     report = (tmp_path / "e22.md").read_text()
     assert report.startswith("# Earnings-22 test: real earnings calls") and "## Per talk" in report
     assert "kept for reporting only" in report and "| `c4` |" in report and "## `c4`" not in report
+    assert result["groups"] == {"calls timed ≥ 50 %": {"talks": ["c4"], "words": result["talks"]["c4"]["words"]},
+                                "calls timed < 50 %": {"talks": [], "words": 0}}
+    assert "## By group of talks" in report and "`audio_model` against `audio_control`, both with the real " in report
 
 
 def test_the_iwslt_figures_of_a_model_are_the_metrics_that_name_its_directory(tmp_path):

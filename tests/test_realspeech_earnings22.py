@@ -167,5 +167,20 @@ def test_a_prepared_call_reads_as_a_real_talk(prepared, tmp_path):
     talk = read_prepared_call(calls, "c4")
     assert talk.words[:2] == ("good", "morning") and talk.labels[1] == "COMMA"
     assert 0.5 < timed_share(calls, ["c4"]) < 1.0  # the untimed stretch
+
+
+def test_calls_fall_into_groups_by_their_timed_share(prepared, tmp_path):
+    from realspeech.earnings22 import prepared_calls, timed_call_groups
+
+    calls = tmp_path / "out" / "calls" / "test"
+    assert timed_call_groups(calls, ["c4"]) == {"calls timed ≥ 50 %": ["c4"], "calls timed < 50 %": []}
+    for folder in ("text", "ref"):  # a copy of c4 whose aligner gave up after its first three words
+        (calls / folder / "c5.tsv" if folder == "ref" else calls / folder / "c5.txt").write_bytes(
+            (calls / folder / ("c4.tsv" if folder == "ref" else "c4.txt")).read_bytes())
+    rows = (calls / "timings" / "c4.tsv").read_text().splitlines()
+    untimed = [row.split("\t")[0] + "\t\t" for row in rows[4:]]
+    (calls / "timings" / "c5.tsv").write_text("\n".join(rows[:4] + untimed) + "\n")
+    assert prepared_calls(calls) == ["c4", "c5"]
+    assert timed_call_groups(calls, ["c4", "c5"]) == {"calls timed ≥ 50 %": ["c4"], "calls timed < 50 %": ["c5"]}
     with pytest.raises(FileNotFoundError, match="no prepared calls"):
         prepared_calls(tmp_path)

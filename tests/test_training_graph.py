@@ -41,7 +41,8 @@ from training import graph_step as graph_module
 from training import loop
 from training.batches import TokenStore, epoch_plan, lr_schedule
 from training.config import TrainConfig
-from training.graph_step import GraphStep, graph_optimizer
+from training.graph_step import GraphStep
+from training.optimizer import graph_optimizer
 
 #: today's Adam against the capturable one (host float64 against device float32 step sizes), over a few steps: at
 #: most 2.7e-7 apart over the paper runs (a few float32 roundings), 2e-6 leaves room

@@ -10,8 +10,7 @@ from tests.fixture_checkpoints import make_checkpoint
 from tests.fixture_corpus import TINY_BLSTM, TINY_TRAIN
 from training.batches import lr_schedule
 from training.config import ConfigError, TrainConfig
-from training.graph_step import graph_optimizer
-from training.optimizer import optimizer_groups, trainer_adam
+from training.optimizer import graph_optimizer, optimizer_groups, trainer_adam
 
 pytest.importorskip("transformers")
 

@@ -16,7 +16,8 @@ words: they tokenise every batch on the host, which a graph would replay as the 
   device) and the batch is gathered from them inside the step (:meth:`training.batches.TokenStore.batch`, marked
   whole or not as :func:`training.dev_eval.cut_batch` marks it, from what the host knows);
 * Adam with ``capturable=True`` (and ``fused=True`` on CUDA) whose learning rate is a float32 device tensor
-  (:func:`graph_optimizer`), driven by the run's ``LambdaLR``: torch's LRScheduler fills a tensor rate in place
+  (:func:`training.optimizer.graph_optimizer`), driven by the run's ``LambdaLR``: torch's LRScheduler fills a
+  tensor rate in place
   (``torch.optim.lr_scheduler._update_param_group_val``: ``param_group["lr"].fill_(...)``, checked in torch 2.13's
   source; :func:`tensor_lr_problem` checks the installed torch at set-up, and a step refuses to replay a graph
   whose rate tensor was replaced). The history's ``lr`` is the host's schedule, never read off the device;
@@ -68,6 +69,7 @@ from torch import nn
 from models.encoders import ALL_REAL
 from training.batches import TokenStore, real_tokens
 from training.checkpoints import atomic_torch_save
+from training.optimizer import graph_optimizer
 
 log = logging.getLogger(__name__)
 
@@ -113,19 +115,6 @@ def _refusal(processes, model: nn.Module, store: TokenStore) -> str | None:
     if getattr(store, "noise", None) is not None:
         return "ASR noise draws every batch's alterations on the host; trained eagerly"
     return tensor_lr_problem(device)
-
-
-def graph_optimizer(parameters, lr: float, device: torch.device) -> torch.optim.Adam:
-    """The trainer's Adam (betas 0.9/0.98, eps 1e-9) as a graph needs it: ``capturable``, fused on CUDA, its
-    learning rate a float32 tensor on ``device`` (made on the host and moved after the constructor, whose range check
-    of the rate would otherwise read it back from the device)."""
-    optimizer = torch.optim.Adam(parameters, lr=torch.tensor(float(lr), dtype=torch.float32), betas=(0.9, 0.98),
-                                 eps=1e-9, capturable=True, fused=device.type == "cuda")
-    for group in optimizer.param_groups:  # a group with its own rate (train.encoder_lr) gets its own tensor
-        group["lr"] = torch.as_tensor(group["lr"], dtype=torch.float32).to(device)
-    # its eager steps (warm-up, shorter batches) are meant: no warning that capturable=True runs uncaptured
-    optimizer._warned_capturable_if_run_uncaptured = True
-    return optimizer
 
 
 def tensor_lr_problem(device: torch.device) -> str | None:

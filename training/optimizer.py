@@ -13,9 +13,12 @@ import torch
 from torch import nn
 
 from training.config import ConfigError, TrainConfig
-from training.graph_step import graph_optimizer
 
-__all__ = ["optimizer_groups", "trainer_adam"]
+__all__ = ["ADAM_SETTINGS", "graph_optimizer", "optimizer_groups", "trainer_adam"]
+
+# Adam's betas and epsilon in every trainer: the Transformer's (Vaswani et al. 2017), beside its warm-up schedule.
+# One place for the eager optimizer, the graph optimizer and paper_runs' operator count.
+ADAM_SETTINGS = {"betas": (0.9, 0.98), "eps": 1e-9}
 
 
 def optimizer_groups(model: nn.Module, config: TrainConfig) -> list[dict]:
@@ -34,10 +37,23 @@ def optimizer_groups(model: nn.Module, config: TrainConfig) -> list[dict]:
 
 
 def trainer_adam(model: nn.Module, config: TrainConfig, device: torch.device, *, graph: bool) -> torch.optim.Adam:
-    """The trainer's Adam (betas 0.9/0.98, eps 1e-9) over :func:`optimizer_groups`: fused on CUDA, or as a CUDA
-    graph needs it (``graph``: :func:`training.graph_step.graph_optimizer`)."""
+    """The trainer's Adam (:data:`ADAM_SETTINGS`) over :func:`optimizer_groups`: fused on CUDA, or as a CUDA
+    graph needs it (``graph``: :func:`graph_optimizer`)."""
     groups = optimizer_groups(model, config)
     if graph:
         return graph_optimizer(groups, config.lr, device)
     options = {"fused": True} if device.type == "cuda" else {}
-    return torch.optim.Adam(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-9, **options)
+    return torch.optim.Adam(groups, lr=config.lr, **ADAM_SETTINGS, **options)
+
+
+def graph_optimizer(parameters, lr: float, device: torch.device) -> torch.optim.Adam:
+    """The trainer's Adam (:data:`ADAM_SETTINGS`) as a graph needs it: ``capturable``, fused on CUDA, its
+    learning rate a float32 tensor on ``device`` (made on the host and moved after the constructor, whose range check
+    of the rate would otherwise read it back from the device)."""
+    optimizer = torch.optim.Adam(parameters, lr=torch.tensor(float(lr), dtype=torch.float32), **ADAM_SETTINGS,
+                                 capturable=True, fused=device.type == "cuda")
+    for group in optimizer.param_groups:  # a group with its own rate (train.encoder_lr) gets its own tensor
+        group["lr"] = torch.as_tensor(group["lr"], dtype=torch.float32).to(device)
+    # its eager steps (warm-up, shorter batches) are meant: no warning that capturable=True runs uncaptured
+    optimizer._warned_capturable_if_run_uncaptured = True
+    return optimizer
