@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from comparisons.ab import ComparisonError, read_results
-from comparisons.bootstrap import paired_bootstrap, read_confusions
+from comparisons.bootstrap import f1_from_confusions, paired_bootstrap, read_confusions, split_talks, talks_sha256
 from comparisons.spec import Spec, is_test_split
 from corpus.io import atomic_write_text
 from corpus.labels import PUNCTUATION_CLASSES
@@ -86,6 +86,46 @@ def summarise(spec: Spec, results: list[dict[str, Any]]) -> dict[str, Any]:
                                 "train": [step.label() for step in arm.chain]} for label, arm in spec.arms.items()}}
     summary["verdict"] = verdict(spec, summary)
     return summary
+
+
+def group_gains(spec: Spec, results: list[dict[str, Any]], split: str,
+                groups: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """B - A on ``split`` within each group of talks (``{group: [talk names of the split's talks file]}``), from
+    the results' per-talk confusions: per seed each arm's F1 pooled over the group's talks, the mean gain, and the
+    paired bootstrap over the group's talks alone. Why: a cue can only help in talks that carry it, and an overall
+    gain hides where it comes from. Reporting only: the keep rule never reads it."""
+    if split not in spec.talks:
+        raise ComparisonError(f"{split}: the spec names no talks file for it, so its talks have no names to group")
+    talks = split_talks(spec.split_files[split], talks_tsv=spec.talks[split], pseudo_talk_tokens=0)
+    names = [talk.talk_id for talk in talks]
+    unknown = sorted({name for members in groups.values() for name in members} - set(names))
+    if unknown:
+        raise ComparisonError(f"{split}: groups name talks that {spec.talks[split]} does not hold: "
+                              f"{', '.join(unknown)}")
+    by = {(r["arm"], r["seed"]): r for r in results}
+    paired = [seed for seed in spec.seeds if ("A", seed) in by and ("B", seed) in by]
+    if not paired:
+        raise ComparisonError(f"{spec.name}: no seed has both arms yet")
+    sha = talks_sha256(talks)
+    for (arm, seed), result in by.items():
+        if result["scores"][split]["talks"]["sha256"] != sha:
+            raise ComparisonError(f"{split}: arm {arm} seed {seed} was scored on other talk blocks than "
+                                  f"{spec.talks[split]}'s; score it again")
+    confusions = {arm: [read_confusions(by[(arm, seed)]["scores"][split]["talks"]["confusions"]) for seed in paired]
+                  for arm in ("A", "B")}
+    out: dict[str, Any] = {"split": split, "talks": spec.talks[split], "seeds": paired, "groups": {}}
+    for group, members in groups.items():
+        index = [names.index(name) for name in members]
+        arms = {arm: [c[index] for c in confusions[arm]] for arm in ("A", "B")}
+        f1 = {arm: [round(100 * float(f1_from_confusions(c.sum(axis=0).reshape(4, 4))[0]), 3) for c in arms[arm]]
+              for arm in ("A", "B")}
+        gains = [round(b - a, 3) for a, b in zip(f1["A"], f1["B"])]
+        out["groups"][group] = {
+            "talks": len(index), "tokens": sum(talks[i].tokens for i in index), "f1": f1, "gains": gains,
+            "mean_gain": round(float(np.mean(gains)), 3),
+            "bootstrap": paired_bootstrap(arms["A"], arms["B"], resamples=spec.resamples, seed=spec.bootstrap_seed,
+                                          level=spec.level)}
+    return out
 
 
 def verdict(spec: Spec, summary: dict[str, Any]) -> dict[str, Any]:

@@ -13,10 +13,11 @@ import yaml
 
 from comparisons import ab
 from comparisons.ab import ComparisonError, TrainCall, run_comparison
-from comparisons.report import score_test_splits, write_report
+from comparisons.report import group_gains, score_test_splits, write_report
 from comparisons.spec import SpecError, load_spec
 from corpus.iwslt import read_iwslt, write_iwslt
 from corpus.text import normalize_transcript
+from evaluation.scoring import score_labels
 from tests.fixture_corpus import TINY_BLSTM, TINY_TRAIN, draw_settings, talk_text, write_feature_cache
 
 #: each arm's errors: every n-th mark of the reference predicted as O (a seed moves which ones)
@@ -309,6 +310,37 @@ def test_every_decision_split_decides_each_with_its_own_talks(tmp_path):
     assert summary["splits"]["calls_dev"]["talks"].endswith("calls_dev_talks.tsv")
     assert sum(check["rule"].startswith("calls_dev:") for check in summary["verdict"]["checks"]) == 3
     assert "| A dev F1 | B dev F1 | A calls_dev F1 | B calls_dev F1 |" in (tmp_path / "out" / "cmp.md").read_text()
+
+
+def test_a_comparisons_gain_is_pooled_within_groups_of_named_talks(tmp_path):
+    spec_path = write_setup(tmp_path, seeds=[1, 2], decide_on=["dev", "calls_dev"], splits={"calls_dev": {
+        "file": str(tmp_path / "prepared" / "dev.tsv"), "talks": str(tmp_path / "calls_dev_talks.tsv")}})
+    reference = read_iwslt(tmp_path / "prepared" / "dev.tsv").labels
+    tokens = len(reference)
+    (tmp_path / "calls_dev_talks.tsv").write_text(
+        "talk\tfirst_token\ttokens\n" + "".join(f"call{n}\t{n * 400}\t{min(400, tokens - n * 400)}\n"
+                                                for n in range((tokens + 399) // 400)), encoding="utf-8")
+    run(tmp_path, spec_path)
+    spec = load_spec(spec_path)
+    results = ab.read_results(spec, tmp_path / "out")
+    groups = {"first two": ["call0", "call1"], "all": [f"call{n}" for n in range((tokens + 399) // 400)]}
+    pooled = group_gains(spec, results, "calls_dev", groups)
+    assert pooled["seeds"] == [1, 2] and pooled["groups"]["first two"]["tokens"] == 800
+    for seed in (1, 2):
+        for arm in ("A", "B"):
+            predicted = read_iwslt(tmp_path / "work" / "cmp" / arm / f"seed{seed}" / "predictions"
+                                   / "calls_dev.tsv").labels
+            expected = 100 * score_labels(reference[:800], predicted[:800])["OVERALL"]["f1"]
+            assert pooled["groups"]["first two"]["f1"][arm][seed - 1] == pytest.approx(expected, abs=1e-3)
+    # every talk in one group gives the comparison's own figures back
+    summary = write_report(spec, tmp_path / "out")
+    assert pooled["groups"]["all"]["gains"] == pytest.approx(summary["splits"]["calls_dev"]["gains"], abs=2e-3)
+    assert pooled["groups"]["all"]["bootstrap"]["low"] == pytest.approx(
+        summary["splits"]["calls_dev"]["bootstrap"]["low"])
+    with pytest.raises(ComparisonError, match="does not hold: call99"):
+        group_gains(spec, results, "calls_dev", {"x": ["call0", "call99"]})
+    with pytest.raises(ComparisonError, match="dev: the spec names no talks file"):
+        group_gains(spec, results, "dev", {"x": ["call0"]})
 
 
 def test_a_split_with_timings_gives_the_scorer_its_cues_and_a_bounded_loss_decides(tmp_path):
