@@ -19,10 +19,19 @@ from realspeech.cues import RealTalk, read_real_talk
 __all__ = ["evaluate_real_speech", "real_speech_markdown"]
 
 TED_TITLE = "Real speech: punctuation with and without the words' real timings"
+#: How the reports name each input a model is scored on.
+INPUT_LABELS = {"text": "text only", "timings": "text + real timings"}
 
 
 def _scores(reference: Sequence[str], predicted: Sequence[str]) -> dict[str, Any]:
     return {**score_labels(list(reference), list(predicted)), "words": len(reference)}
+
+
+def _pooled(reference: Mapping[str, Sequence[str]], predicted: Mapping[str, Sequence[str]],
+            talks: Sequence[str]) -> dict[str, Any]:
+    """The scores of ``talks`` taken together: their labels joined in that order."""
+    return _scores([label for talk in talks for label in reference[talk]],
+                   [label for talk in talks for label in predicted[talk]])
 
 
 def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
@@ -53,6 +62,7 @@ def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
     if any(strays.values()):
         raise ValueError(f"groups name talks that are not scored: {({k: v for k, v in strays.items() if v})}")
     timings = {talk.name: read_timing_rows(talk.timings_path) for talk in real}
+    reference = {talk.name: talk.labels for talk in real}
     result: dict[str, Any] = {"talks": {talk.name: {"words": len(talk.words)} for talk in real}, "models": {}}
     if groups:
         result["groups"] = {name: {"talks": list(members), "words": sum(result["talks"][t]["words"] for t in members)}
@@ -77,8 +87,6 @@ def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
         entry: dict[str, Any] = {"model_dir": {t: str(d) for t, d in dirs.items()} if isinstance(model_dirs, Mapping)
                                  else str(model_dirs), "reads_timings": reads_timings}
         for input_name in inputs:
-            pooled_reference: list[str] = []
-            pooled_predicted: list[str] = []
             per_talk: dict[str, Any] = {}
             talk_labels: dict[str, list[str]] = {}
             for talk in real:
@@ -90,19 +98,15 @@ def evaluate_real_speech(directory: str | Path, talks: Sequence[str],
                     raise AssertionError(f"{talk.name}: punctuate changed the words")  # cannot happen
                 per_talk[talk.name] = _scores(talk.labels, labels)
                 talk_labels[talk.name] = labels
-                pooled_reference += talk.labels
-                pooled_predicted += labels
                 if predictions_dir is not None:
                     path = Path(predictions_dir) / f"{model_name}.{input_name}.{talk.name}.tsv"
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text("".join(f"{w}\t{l}\n" for w, l in zip(talk.words, labels)), encoding="utf-8")
-            entry[input_name] = {"talks": per_talk, "all": _scores(pooled_reference, pooled_predicted)}
+            entry[input_name] = {"talks": per_talk,
+                                 "all": _pooled(reference, talk_labels, [talk.name for talk in real])}
             if groups:
-                by_name = {talk.name: talk for talk in real}
-                entry[input_name]["groups"] = {
-                    name: _scores([label for t in members for label in by_name[t].labels],
-                                  [label for t in members for label in talk_labels[t]])
-                    for name, members in groups.items()}
+                entry[input_name]["groups"] = {name: _pooled(reference, talk_labels, members)
+                                               for name, members in groups.items()}
         result["models"][model_name] = entry
     return result
 
@@ -158,8 +162,7 @@ def real_speech_markdown(result: Mapping[str, Any], *, descriptions: Mapping[str
                     reference = (ref_entry["all"] if scope == "all" else ref_entry["talks"][scope])["OVERALL"]["f1"]
                 delta = "–" if reference is None else f"{100 * (scores['OVERALL']['f1'] - reference):+.1f}"
                 label = f"{model_name}" + (f" ({descriptions[model_name]})" if model_name in descriptions else "")
-                what = "text + real timings" if input_name == "timings" else "text only"
-                out.append("| " + " | ".join([label, what, *_row_cells(scores), delta]) + " |")
+                out.append("| " + " | ".join([label, INPUT_LABELS[input_name], *_row_cells(scores), delta]) + " |")
         out.append("")
     if base is not None:
         out += [f"Δ F1: overall F1 minus `{baseline}`'s on the text alone (points).", ""]
@@ -174,9 +177,8 @@ def real_speech_markdown(result: Mapping[str, Any], *, descriptions: Mapping[str
         for model_name, entry in result["models"].items():
             for input_name in ("text", "timings"):
                 if input_name in entry:
-                    what = "text + real timings" if input_name == "timings" else "text only"
                     cells = [_pct(entry[input_name]["groups"][name]["OVERALL"]["f1"]) for name in names]
-                    out.append(f"| {model_name} | {what} | " + " | ".join(cells) + " |")
+                    out.append(f"| {model_name} | {INPUT_LABELS[input_name]} | " + " | ".join(cells) + " |")
         out.append("")
     if not per_talk:
         runs = [(name, input_name) for name, entry in result["models"].items()
