@@ -148,10 +148,10 @@ def report(args: argparse.Namespace) -> int:
 
 
 def _plan_text(params: dict, tokens: int, budget: dict, budget_s: float, known: dict, plan: dict, *,
-               recorded: list[str] = (), lease: str = "this lease") -> str:
+               recorded: list[str] = (), lease: str = "this lease", budget_why: str = "`--train-budget-s`") -> str:
     return gpu_plan.plan_markdown(plan["rows"], budget=budget, budget_s=budget_s, selected=plan["selected"],
                                   overhead=plan["overhead"], num_tokens=tokens, recorded=recorded, known=known,
-                                  lease=lease)
+                                  lease=lease, budget_why=budget_why)
 
 
 def plan(args: argparse.Namespace) -> int:
@@ -279,7 +279,9 @@ def launch(args: argparse.Namespace) -> int:
         if not waiting:
             return []
         chosen = gpu_plan.lease_plan(params, waiting, tokens, budget_s, known_now, settings=args.set, running=running)
-        print(_plan_text(params, tokens, budget, budget_s, known_now, chosen, lease=f"wave {wave}"))
+        print(_plan_text(params, tokens, budget, budget_s, known_now, chosen, lease=f"wave {wave}",
+                         budget_why="what is left before this lease's training deadline (the launch's start, the "
+                                    "unpacking's allowance and the training), now"))
         for row in chosen["rows"]:
             if row["name"] not in chosen["selected"]:
                 continue

@@ -196,15 +196,22 @@ def _seconds(value: float) -> str:
 
 def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_s: float, selected: Sequence[str],
                   overhead: float, num_tokens: int, recorded: Sequence[str] = (), known: dict[str, Any] | None = None,
-                  lease: str = "this lease") -> str:
+                  lease: str = "this lease", budget_why: str = "`--train-budget-s`") -> str:
     """The plan: each run's rates (graph and eager, measured or assumed), GPU-busy seconds, when it would end beside
-    the runs ``selected``, their sum beside the lease, and which runs ``lease`` starts."""
+    the runs ``selected``, their sum beside the lease, and which runs ``lease`` starts.
+
+    The header gives the lease's training as derived (``budget["train_s"]``); where the plan has other seconds
+    (``budget_s``: what a launch's wave has left before its deadline, or ``--train-budget-s``), it says so beside
+    it, with ``budget_why``, so that the two figures never read as one."""
     allowance = budget["allowance"]
     lines = [f"Lease {budget['lease_s'] / 60:.0f} min of device time: machine start {allowance['machine_start']:.0f} s, "
-             f"unpacking {allowance['unpack']:.0f} s, **training {budget_s:.0f} s**, scoring {allowance['scoring']:.0f}"
-             f" s, collect {allowance['collect']:.0f} s, margin {allowance['margin']:.0f} s; the training is "
-             f"min(lease less allowances {budget['by_lease']:.0f} s, one command of {budget['command_s']:.0f} s less "
-             f"unpacking, scoring and collect {budget['by_command']:.0f} s). {num_tokens:,} training tokens.", "",
+             f"unpacking {allowance['unpack']:.0f} s, **training {budget['train_s']:.0f} s**, scoring "
+             f"{allowance['scoring']:.0f} s, collect {allowance['collect']:.0f} s, margin {allowance['margin']:.0f} s; "
+             f"the training is min(lease less allowances {budget['by_lease']:.0f} s, one command of "
+             f"{budget['command_s']:.0f} s less unpacking, scoring and collect {budget['by_command']:.0f} s)."
+             + (f" **This plan has {budget_s:.0f} s of training**: {budget_why}."
+                if round(budget_s) != round(budget["train_s"]) else "")
+             + f" {num_tokens:,} training tokens.", "",
              "| run | batch | steps | mode | eager steps/s | graph steps/s | graph / eager | GPU-busy s | dev evaluations s | "
              f"ends at s (of {budget_s:.0f}) | {lease} |", "|---|---|---:|---|---|---|---:|---:|---:|---:|---|"]
     ends = project([row for row in rows if row["name"] in selected], overhead)

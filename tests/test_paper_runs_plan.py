@@ -88,6 +88,23 @@ def test_the_plan_counts_each_run_s_evaluations_at_today_s_cost(params):
     assert f"{transformer['evaluations']} x {transformer['eval_each_s']:.1f} (derived)" in text
 
 
+def test_the_plan_s_header_keeps_the_lease_s_training_apart_from_a_wave_s_seconds_left(params):
+    rows = gpu_plan.plan_rows(params, ["wrn"], 2_100_000, mode="graph")
+    budget = gpu_plan.lease_budget(params["gpu_kit"])
+    derived = f"**training {budget['train_s']:.0f} s**"
+    text = gpu_plan.plan_markdown(rows, budget=budget, budget_s=budget["train_s"], selected=[], overhead=1.15,
+                                  num_tokens=2_100_000)
+    assert derived in text and "This plan has" not in text
+    # a launch's wave, 15 s into a lease whose unpacking took less than its allowance: 30 s more than derived
+    left = budget["train_s"] + 30
+    text = gpu_plan.plan_markdown(rows, budget=budget, budget_s=left, selected=[], overhead=1.15,
+                                  num_tokens=2_100_000, lease="wave 1", budget_why="left before the deadline")
+    header = text.splitlines()[0]
+    assert derived in header and f"min(lease less allowances {budget['by_lease']:.0f} s" in header
+    assert f"**This plan has {left:.0f} s of training**: left before the deadline." in header
+    assert f"ends at s (of {left:.0f})" in text
+
+
 def row(name: str, own: float, busy: float, extra: float = 0.0) -> dict:
     return {"name": name, "own_s": own, "busy_s": busy, "extra_s": extra, "eval_s": extra, "steps": 100}
 
