@@ -239,7 +239,9 @@ def speech2vec(args: argparse.Namespace) -> int:
 def launch(args: argparse.Namespace) -> int:
     """Unpack the kit, check the machine and start the runs without a record that end their schedules in this lease;
     with ``--measure-steps``, measure them and start those that then fit; with ``--out``, wait and collect."""
-    began = time.time()
+    # the command's allowances (its training deadline, its collect) count from the command's start: checks run
+    # before launch in the same command (the CUDA tests) come out of its training, not out of its collect
+    began = time.time() if args.began is None else min(float(args.began), time.time())
     params = load_params(args.params, profile=PROFILE)
     kit = params["gpu_kit"]
     budget = gpu_plan.lease_budget(kit)
@@ -432,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
                                help="override a train setting of every run (a rehearsal's tiny schedules)")
     launch_parser.add_argument("--train-budget-s", type=float, help="override the training the lease holds")
     launch_parser.add_argument("--grace-s", type=float, default=15.0, help="then look whether each run still runs")
+    launch_parser.add_argument("--began", type=float, metavar="EPOCH_S", help="when the lease's command began "
+                               "(`date +%%s` before the checks that precede launch in it): the training deadline and "
+                               "the collect count from it (default: launch's own start)")
     collect_parser = commands.add_parser("collect", help="there: wait, then one tarball into --out")
     option(collect_parser, "--state", "gpu_runs/kit", "the runs' state, logs and records on this machine")
     collect_parser.add_argument("--out", required=True, help="folder of the tarball (e.g. $OUT)")

@@ -9,6 +9,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -280,12 +281,12 @@ def test_a_second_launch_starts_only_the_runs_without_a_record_or_a_process(tmp_
         sleeper.wait(timeout=30)
 
 
-def test_launch_starts_only_unrecorded_runs_that_end_in_this_lease_in_priority_order(inputs, tmp_path, monkeypatch,
-                                                                                       capsys):
-    """No lease is spent on a partial record: launch starts, in the order of PAPER_RUNS, the runs without a complete
-    record whose schedules end before the deadline at the best known rates (a partial record runs again)."""
+def launch_here(inputs, tmp_path, monkeypatch, *options: str) -> tuple[list[str], dict]:
+    """launch (on the CPU, nothing spawned) over a tiny kit whose transformer_learned has a complete record and
+    transformer_word a partial one: (the runs started, in order; the state it saved)."""
     from paper_runs import lease as gpu_lease
 
+    tmp_path.mkdir(parents=True, exist_ok=True)
     params = tiny_params(tmp_path, inputs / "v.txt", inputs / "s.txt", command_s=300,
                          allowance_s={"machine_start": 0, "unpack": 0, "scoring": 0, "collect": 0, "margin": 0})
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
@@ -304,7 +305,15 @@ def test_launch_starts_only_unrecorded_runs_that_end_in_this_lease_in_priority_o
     monkeypatch.setattr(gpu_runs, "spawn", lambda command, log, env: started.append(command[command.index("run") + 1])
                         or Process())
     monkeypatch.setattr(gpu_runs, "pid_alive", lambda pid, marker: True)
-    assert paper.main(["--params", "params.yaml", "launch", "--grace-s", "0", "--device", "cpu"]) == 0
+    assert paper.main(["--params", "params.yaml", "launch", "--grace-s", "0", "--device", "cpu", *options]) == 0
+    return started, json.loads((tmp_path / "gpu_runs/kit/state.json").read_text())
+
+
+def test_launch_starts_only_unrecorded_runs_that_end_in_this_lease_in_priority_order(inputs, tmp_path, monkeypatch,
+                                                                                       capsys):
+    """No lease is spent on a partial record: launch starts, in the order of PAPER_RUNS, the runs without a complete
+    record whose schedules end before the deadline at the best known rates (a partial record runs again)."""
+    started, state = launch_here(inputs, tmp_path, monkeypatch)
     out = capsys.readouterr().out
     assert "transformer_learned: recorded, skipped" in out and "transformer_learned" not in started
     assert started == [name for name in PAPER_RUNS if name in started]  # the priority order
@@ -317,8 +326,19 @@ def test_launch_starts_only_unrecorded_runs_that_end_in_this_lease_in_priority_o
     assert started and "transformer_word" in started and all(end <= budget for end in ends.values())
     too_long = [name for name in PAPER_RUNS if gpu_plan.project([rows[name]], 1.15)[name] > budget]
     assert too_long and not set(too_long) & set(started)  # alone it would not end its schedule: never started
-    state = json.loads((tmp_path / "gpu_runs/kit/state.json").read_text())
     assert state["plan"]["first_wave"] == started and state["deadline"] - state["started"] == budget
+
+
+def test_checks_before_launch_in_the_lease_s_command_come_out_of_its_training(inputs, tmp_path, monkeypatch):
+    """--began (the command's start, before its CUDA tests): the deadline counts from it, so the seconds the checks
+    took are training the runs do not have, and a run that no longer ends its schedule is not started."""
+    alone, _ = launch_here(inputs, tmp_path / "now", monkeypatch)
+    began = time.time() - 200  # of the command's 300 s (no allowances): 100 s of training are left
+    later, state = launch_here(inputs, tmp_path / "later", monkeypatch, "--began", str(began))
+    assert state["started"] == pytest.approx(began) and state["deadline"] - state["started"] == 300
+    assert set(later) < set(alone)  # fewer runs fit in what is left
+    future, state = launch_here(inputs, tmp_path / "future", monkeypatch, "--began", str(time.time() + 500))
+    assert future == alone and state["started"] <= time.time()  # a start in the future is launch's own
 
 
 def test_a_run_s_environment_lets_it_outlive_the_launch_and_share_the_cores(tmp_path):
