@@ -54,6 +54,7 @@ from paper_runs.records import (  # noqa: E402
     complete,
     coverage_summary,
     git_commit,
+    load_gaps,
     load_records,
     missing_records,
     paper_markdown,
@@ -138,7 +139,7 @@ def report(args: argparse.Namespace) -> int:
     defaults = {name: e.get("published") for name, e in params["active"]["experiments"].items()}
     small = {name: small_profile_scores(name, args.eval_metrics, args.variant_metrics) for name in PAPER_RUNS}
     text = paper_markdown(load_records(args.records), load_published(), small=small, default_published=defaults,
-                          records_dir=str(args.records))
+                          records_dir=str(args.records), gap_groups=load_gaps())
     atomic_write_text(args.out, text)
     print(text)
     return 0

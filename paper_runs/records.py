@@ -163,6 +163,13 @@ def git_commit(repo: str | Path = ".") -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(status.strip())}
 
 
+def run_code(info: dict[str, Any]) -> dict[str, Any]:
+    """The commit a record's code came from: for a run through the GPU kit, the commit the kit was packed at (the
+    device machine's copy of ``.git`` may lag the tree it was sent, so its own ``git`` reads an older commit,
+    modified); else the run's own."""
+    return ((info.get("kit") or {}).get("git") or {}) or (info.get("git") or {})
+
+
 def paper_record(name: str, *, scores: dict[str, Any], train_metrics: dict[str, Any], model_config: dict,
                  train_config: dict, features_dir: str | Path, window: int, stride: int, profile: str,
                  published: str | None, repo: str | Path = ".", kit: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -265,8 +272,10 @@ def _prf(scores: dict[str, Any]) -> str:
 
 def paper_markdown(records: dict[str, dict[str, Any]], published: dict[str, Any], *,
                    small: dict[str, dict[str, Any] | None], default_published: dict[str, str | None],
-                   names: list[str] | None = None, records_dir: str = "metrics/paper") -> str:
-    """The paper-profile records beside the published and the small-profile figures.
+                   names: list[str] | None = None, records_dir: str = "metrics/paper",
+                   gap_groups: list[dict[str, Any]] = (), gaps_file: str = "reports/paper_gaps.yaml") -> str:
+    """The paper-profile records beside the published and the small-profile figures, and the hypotheses for every
+    gap over :data:`GAP_F1` (``gap_groups``: :func:`load_gaps`).
 
     ``small``: NAME -> small-profile scores (or ``None``); ``default_published``: experiment -> its
     ``published`` reference (from params), for runs that do not name their own."""
@@ -307,6 +316,7 @@ def paper_markdown(records: dict[str, dict[str, Any]], published: dict[str, Any]
                       _pct(ours_small["SER"]) if ours_small else "–"]
             lines.append("| " + " | ".join(cells) + " |")
 
+    lines += ["", *gaps_markdown(gaps(records, published, default_published), list(gap_groups), gaps_file)]
     lines += ["", *readings_markdown(records)]
     header = ["run", "test"] + [f"{c} P / R / F1" for c in PUNCTUATION_CLASSES] + \
              [f"small {c} F1" for c in PUNCTUATION_CLASSES]
@@ -324,7 +334,7 @@ def paper_markdown(records: dict[str, dict[str, Any]], published: dict[str, Any]
             lines.append("| " + " | ".join(cells) + " |")
 
     lines += ["", "## Runs", "", "| run | steps/s | step mode (why) | torch | wall min | dev eval share | "
-              "best dev F1 (step) | git commit | settings sha256 | features sha256 |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "best dev F1 (step) | code commit | settings sha256 | features sha256 |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name in names:
         if name not in records:
             lines.append(f"| {name} | **missing** | – | – | – | – | – | – | – | – |")
@@ -332,8 +342,8 @@ def paper_markdown(records: dict[str, dict[str, Any]], published: dict[str, Any]
         info = records[name]["run"]
         wall, evals = info.get("wall_s"), info.get("eval_s")
         share = "–" if not wall or evals is None else f"{100 * evals / wall:.0f} %"
-        commit = (info.get("git") or {}).get("commit")
-        dirty = " (modified)" if (info.get("git") or {}).get("dirty") else ""
+        code = run_code(info)
+        commit, dirty = code.get("commit"), " (modified)" if code.get("dirty") else ""
         minutes = "–" if wall is None else f"{wall / 60:.1f}"
         mode = info.get("step_mode") or "not recorded"
         mode += f" ({info['step_mode_reason']})" if info.get("step_mode_reason") else ""
@@ -347,10 +357,92 @@ def paper_markdown(records: dict[str, dict[str, Any]], published: dict[str, Any]
     lines += ["", "All figures in %. P/R/F1 per class and micro-averaged overall over COMMA/PERIOD/QUESTION; SER = "
               "(substitutions + deletions + insertions) / reference marks. *small profile*: the reduced models of the "
               "default pipeline on 2 CPU cores (`metrics/eval`, `metrics/eval_variants`); – where not run. "
-              "Published figures give overall F1 (and SER where the paper does) only."]
+              "Published figures give overall F1 (and SER where the paper does) only. *code commit*: the commit the "
+              "GPU kit was packed at (the record's `run.kit.git`; the device machine's own copy of `.git`, in "
+              "`run.git`, may lag the tree it was sent)."]
     if cites:
         lines += ["", "Published figures: " + "; ".join(cites)]
     return "\n".join(lines) + "\n"
+
+
+#: a record this far (F1 points, overall, Ref or ASR) under its published figure needs its hypotheses
+GAP_F1 = 3.0
+#: how many hypotheses, each with the measurement that tests it, a gap needs
+GAP_HYPOTHESES = 3
+#: the hypotheses for the gaps (lab notebook content, not configuration)
+GAPS_FILE = Path(__file__).resolve().parents[1] / "reports" / "paper_gaps.yaml"
+
+
+def load_gaps(path: str | Path = GAPS_FILE) -> list[dict[str, Any]]:
+    """The groups of ``reports/paper_gaps.yaml``: ``{title, runs, hypotheses: [{claim, test, seen}]}``; a group
+    or hypothesis missing a field is an error naming it."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    groups = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("groups") or []
+    for number, group in enumerate(groups, 1):
+        lacking = [key for key in ("title", "runs", "hypotheses") if not group.get(key)]
+        lacking += [f"hypothesis {i} {key}" for i, hypothesis in enumerate(group.get("hypotheses") or [], 1)
+                    for key in ("claim", "test", "seen") if not (hypothesis or {}).get(key)]
+        if lacking:
+            raise ValueError(f"{path}: group {number} ({group.get('title', 'untitled')}) lacks {', '.join(lacking)}")
+    return groups
+
+
+def gaps(records: dict[str, dict[str, Any]], published: dict[str, Any],
+         default_published: dict[str, str | None]) -> list[dict[str, Any]]:
+    """Every complete record's overall F1 more than :data:`GAP_F1` points under its published figure:
+    ``{name, split, ours, published, gap}`` (F1 in %)."""
+    found = []
+    for name in sorted(records, key=_run_order):
+        record = records[name]
+        reference = published_figures(_reference(name, default_published), published) or {}
+        if not complete(record):
+            continue
+        for split in RECORD_SPLITS:
+            figure = (reference.get(split) or {}).get("f1")
+            ours = 100 * record[split]["OVERALL"]["f1"]
+            if figure is not None and float(figure) - ours > GAP_F1:
+                found.append({"name": name, "split": split, "ours": ours, "published": float(figure),
+                              "gap": float(figure) - ours})
+    return found
+
+
+def unexplained(found: list[dict[str, Any]], groups: list[dict[str, Any]]) -> list[str]:
+    """The runs of ``found`` without a group of at least :data:`GAP_HYPOTHESES` hypotheses."""
+    explained = {name for group in groups if len(group["hypotheses"]) >= GAP_HYPOTHESES for name in group["runs"]}
+    return sorted({gap["name"] for gap in found} - explained, key=_run_order)
+
+
+def _run_order(name: str) -> tuple[int, str]:
+    return (list(PAPER_RUNS).index(name) if name in PAPER_RUNS else len(PAPER_RUNS), name)
+
+
+def gaps_markdown(found: list[dict[str, Any]], groups: list[dict[str, Any]], gaps_file: str) -> list[str]:
+    """The section of the report: each gap beside its figures, then each group's hypotheses, each with the
+    measurement that tests it and what it has shown."""
+    if not found:
+        return [f"## Gaps over {GAP_F1:g} F1", "", "No complete record is more than "
+                f"{GAP_F1:g} F1 under its published figure."]
+    lines = [f"## Gaps over {GAP_F1:g} F1", "",
+             f"Each complete record more than {GAP_F1:g} F1 under its published figure, and the hypotheses for it "
+             f"(`{gaps_file}`), each with the measurement that tests it.", "",
+             "| run | test | F1 | published F1 | gap |", "|---|---|---:|---:|---:|"]
+    lines += [f"| {gap['name']} | {SPLIT_NAMES[gap['split']]} | {gap['ours']:.1f} | {gap['published']:.1f} | "
+              f"{gap['gap']:.1f} |" for gap in found]
+    missing = unexplained(found, groups)
+    if missing:
+        lines += ["", f"**Not yet explained** (fewer than {GAP_HYPOTHESES} hypotheses in `{gaps_file}`): "
+                  f"{', '.join(missing)}."]
+    named = {gap["name"] for gap in found}
+    for group in groups:
+        if not named & set(group["runs"]):
+            continue
+        lines += ["", f"### {group['title']}", "", f"Runs: {', '.join(group['runs'])}.", "",
+                  "| # | hypothesis | the measurement that tests it | what it has shown |", "|---|---|---|---|"]
+        lines += [f"| {number} | {h['claim'].strip()} | {h['test'].strip()} | {h['seen'].strip()} |"
+                  for number, h in enumerate(group["hypotheses"], 1)]
+    return lines
 
 
 def readings_markdown(records: dict[str, dict[str, Any]]) -> list[str]:

@@ -132,3 +132,68 @@ def test_the_paper_speech2vec_command_refreshes_the_coverage_the_report_reads(tm
     printed = capsys.readouterr().out
     assert "7,936 types targeted (95.0% of the training tokens)" in printed
     assert "95.0% of the training tokens have a vector" in printed
+
+
+def published_defaults() -> dict:
+    from experiments.params import load_params
+
+    params = load_params(Path(__file__).resolve().parents[1] / "params.yaml", profile="paper")
+    return {name: e.get("published") for name, e in params["active"]["experiments"].items()}
+
+
+def test_every_gap_of_the_committed_records_has_three_hypotheses_each_with_its_measurement():
+    """A complete record more than 3 F1 under its published figure needs at least three hypotheses in
+    reports/paper_gaps.yaml, each with the measurement that tests it and what it has shown."""
+    from paper_runs.records import gaps, load_gaps, load_records, unexplained
+    from reporting.results import load_published
+
+    repo = Path(__file__).resolve().parents[1]
+    found = gaps(load_records(repo / "metrics/paper"), load_published(), published_defaults())
+    groups = load_gaps()
+    assert unexplained(found, groups) == []
+    named = {name for group in groups for name in group["runs"]}
+    assert named <= set(PAPER_RUNS)  # a group names paper runs only
+
+
+def test_a_gap_without_three_hypotheses_is_flagged_and_a_hypothesis_needs_its_measurement(tmp_path):
+    from paper_runs.records import gaps, gaps_markdown, load_gaps, unexplained
+    from reporting.results import load_published
+
+    def scores(f1: float) -> dict:
+        return {"OVERALL": {"precision": f1, "recall": f1, "f1": f1}, "SER": 0.5}
+
+    run = {"steps_completed": 10, "steps_scheduled": 10, "full_schedule": True}
+    records = {"transformer_word": {"ref": scores(0.60), "asr": scores(0.64), "run": run},  # 69.4 / 65.3
+               "transformer_learned": {"ref": scores(0.50), "asr": scores(0.50), "run": {**run, "full_schedule": False}}}
+    found = gaps(records, load_published(), published_defaults())
+    # Ref 9.4 under: a gap; ASR 1.3 under: none; a partial record is no gap yet
+    assert [(gap["name"], gap["split"], round(gap["gap"], 1)) for gap in found] == [("transformer_word", "ref", 9.4)]
+    two = [{"title": "t", "runs": ["transformer_word"],
+            "hypotheses": [{"claim": "c", "test": "t", "seen": "s"}] * 2}]
+    assert unexplained(found, two) == ["transformer_word"]
+    assert "**Not yet explained** (fewer than 3 hypotheses" in "\n".join(gaps_markdown(found, two, "g.yaml"))
+    three = [{**two[0], "hypotheses": two[0]["hypotheses"] * 2}]
+    text = "\n".join(gaps_markdown(found, three, "g.yaml"))
+    assert "Not yet explained" not in text and "| transformer_word | Ref | 60.0 | 69.4 | 9.4 |" in text
+    (tmp_path / "gaps.yaml").write_text(yaml.safe_dump({"groups": [
+        {"title": "no test", "runs": ["transformer_word"], "hypotheses": [{"claim": "c", "seen": "s"}]}]}))
+    with pytest.raises(ValueError, match="group 1 \\(no test\\) lacks hypothesis 1 test"):
+        load_gaps(tmp_path / "gaps.yaml")
+
+
+def test_the_committed_paper_report_is_what_report_writes_from_the_records(tmp_path, monkeypatch, capsys):
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "paper_results.md"
+    monkeypatch.chdir(repo)  # the report names the records' folder as given
+    assert paper.main(["report", "--out", str(out)]) == 0
+    assert out.read_text() == (repo / "reports/paper_results.md").read_text()
+
+
+def test_a_kit_run_s_code_is_the_commit_its_kit_was_packed_at():
+    """The device machine's copy of .git may lag the tree it was sent (a record of 2026-12-04 read dd8f975,
+    modified, for a tree packed clean at 29e6387): the report's code commit is the kit's."""
+    from paper_runs.records import run_code
+
+    kit = {"git": {"commit": "b" * 40, "dirty": False}}
+    assert run_code({"git": {"commit": "a" * 40, "dirty": True}, "kit": kit}) == kit["git"]
+    assert run_code({"git": {"commit": "a" * 40, "dirty": True}}) == {"commit": "a" * 40, "dirty": True}
