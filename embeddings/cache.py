@@ -185,6 +185,8 @@ def build_feature_cache(
     force: bool = False,
     speech_source: dict[str, Any] | None = None,
     combine: str = "sum",
+    word_vectors: Any = None,
+    speech_vectors: Any = None,
 ) -> CachePaths:
     """Build (or reuse) the feature cache of ``prepared_dir/<split>.tsv`` under ``out_dir``.
 
@@ -196,6 +198,11 @@ def build_feature_cache(
 
     ``speech_source`` (see :mod:`embeddings.speech_sources`) adds a speech part to every token's vector,
     summed with or concatenated to the word vector (``combine``); its files' content is part of the key.
+
+    ``word_vectors`` / ``speech_vectors``: the vectors of ``word_source`` / of a type-level ``speech_source``
+    already in memory (a gensim ``KeyedVectors`` or a :class:`VectorTable`, float32), used instead of loading
+    the source (which needs gensim). They must be what the source's files hold: the key still records the
+    files' fingerprint, not these vectors.
     """
     started = time.perf_counter()
     prepared_dir, out_dir = Path(prepared_dir), Path(out_dir)
@@ -206,6 +213,9 @@ def build_feature_cache(
         raise ValueError(f"splits must be a non-empty list of distinct names, got {splits}")
     if vocab_min_count < 1:
         raise ValueError(f"vocab_min_count must be >= 1, got {vocab_min_count}")
+    for name, given in (("word_vectors", word_vectors), ("speech_vectors", speech_vectors)):
+        if given is not None and np.asarray(given.vectors).dtype != np.float32:
+            raise ValueError(f"{name} must be float32 (as a loaded source is), not {np.asarray(given.vectors).dtype}")
     input_paths = {split: prepared_dir / f"{split}.tsv" for split in dict.fromkeys([VOCAB_SPLIT, *splits])}
     for split, path in input_paths.items():
         if not path.is_file():
@@ -229,8 +239,8 @@ def build_feature_cache(
         data = {split: read_iwslt(path) for split, path in input_paths.items()}
         vocab = build_vocab(data[VOCAB_SPLIT].words, vocab_min_count)
         load_start = time.perf_counter()
-        embedder = TokenEmbedder(spec, oov, vocab, fingerprint=fingerprint)
-        speech = SpeechVectors(speech_spec) if speech_key is not None else None
+        embedder = TokenEmbedder(spec, oov, vocab, vectors=word_vectors, fingerprint=fingerprint)
+        speech = SpeechVectors(speech_spec, vectors=speech_vectors) if speech_key is not None else None
         if speech is not None:
             # fails early, naming both dimensions, when they cannot be summed
             combine_vectors(np.zeros((0, embedder.dim), np.float32), np.zeros((0, speech.dim), np.float32), combine,

@@ -119,18 +119,24 @@ def write_cue_caches(root: Path, *, sentences_per_talk: int, train_tokens: int, 
                      ids_name: str | None = None) -> Path:
     """A tiny corpus's feature caches under ``root``: word vectors (``words_name``), optionally token ids alone
     (``ids_name``: learned embeddings), and word vectors with two timing-cue-like columns concatenated (``cues``:
-    the speech inputs' layout)."""
+    the speech inputs' layout).
+
+    The two vector files are read here, without gensim (:func:`tests.helpers.read_word2vec_text`: the vectors
+    gensim loads from them), and handed to the builds: a GPU machine without gensim builds these caches too."""
     from embeddings.cache import build_feature_cache
-    from tests.helpers import write_word2vec_text
+    from tests.helpers import read_word2vec_text, write_word2vec_text
 
     corpus = write_prepared_corpus(root / "corpus", root / "prepared", talks=8, sentences_per_talk=sentences_per_talk,
                                    train_tokens=train_tokens)
-    words = [line.split()[0] for line in corpus["vectors"].read_text().splitlines()[1:]]
-    cues = write_word2vec_text(root / "cues.txt", {w: list(np.random.default_rng(0).random(2)) for w in words})
+    word_vectors = read_word2vec_text(corpus["vectors"])
+    cues = write_word2vec_text(root / "cues.txt",
+                               {w: list(np.random.default_rng(0).random(2)) for w in word_vectors.index_to_key})
     word_source = {"type": "word2vec-text", "path": str(corpus["vectors"])}
-    build_feature_cache(root / "prepared", root / words_name, word_source=word_source, oov="random")
+    build_feature_cache(root / "prepared", root / words_name, word_source=word_source, oov="random",
+                        word_vectors=word_vectors)
     if ids_name is not None:
         build_feature_cache(root / "prepared", root / ids_name, word_source={"type": "none"}, oov="random")
     build_feature_cache(root / "prepared", root / "cues", word_source=word_source, oov="random",
-                        speech_source={"type": "word2vec-text", "path": str(cues)}, combine="concat")
+                        word_vectors=word_vectors, speech_source={"type": "word2vec-text", "path": str(cues)},
+                        combine="concat", speech_vectors=read_word2vec_text(cues))
     return root

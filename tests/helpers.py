@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,6 +85,22 @@ def write_word2vec_text(path: Path, vectors: dict[str, list[float]], header: boo
     lines += [w + " " + " ".join(f"{x:.2f}" for x in v) for w, v in vectors.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def read_word2vec_text(path: Path):
+    """A word2vec text file with a ``count dim`` first line and single spaces (as :func:`write_word2vec_text` and
+    ``tests.fixture_corpus.write_corpus`` write them) as a :class:`embeddings.table.VectorTable`, without gensim:
+    every number parsed to float32 from its text, as gensim's ``load_word2vec_format`` does, so the vectors are
+    the ones gensim loads (tests/test_embeddings_cache.py compares the caches built from either)."""
+    from embeddings.table import VectorTable
+
+    header, *lines = Path(path).read_text(encoding="utf-8").splitlines()
+    count, dim = (int(x) for x in header.split())
+    rows = [line.rstrip().split(" ") for line in lines]
+    if len(rows) != count or any(len(row) != dim + 1 for row in rows):
+        raise ValueError(f"{path}: expected {count} lines of a word and {dim} numbers after its header")
+    vectors = np.array([[np.float32(x) for x in row[1:]] for row in rows], dtype=np.float32).reshape(count, dim)
+    return VectorTable([row[0] for row in rows], vectors)
 
 
 def imported_after(statement: str, modules: tuple[str, ...]) -> list[str]:

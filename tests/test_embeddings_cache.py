@@ -16,9 +16,11 @@ from corpus.labels import LABEL_TO_ID
 from embeddings import cache as cache_module
 from embeddings.cache import build_feature_cache
 from embeddings.embedder import TokenEmbedder
+from embeddings.sources import load_word_vectors
 from embeddings.store import CACHE_FORMAT, FeatureCacheError, SourceMismatchError, load_split
 from embeddings.vocab import PAD, UNK, UNK_ID, build_vocab, clitic_parts, random_oov_vector
-from tests.helpers import write_word2vec_text
+from tests.fixture_corpus import write_cue_caches
+from tests.helpers import read_word2vec_text, write_word2vec_text
 
 REPO = Path(__file__).resolve().parents[1]
 VECTORS = {
@@ -386,3 +388,60 @@ def test_the_names_callers_import_from_embeddings_cache_are_still_there():
     assert cache_module.SPLITS == store.SPLITS and cache_module.SPEECH_JSON == store.SPEECH_JSON
     assert all(hasattr(cache_module, name) for name in cache_module.__all__)
     assert all(hasattr(embeddings, name) for name in embeddings.__all__)
+
+
+def block_gensim(monkeypatch, source: dict) -> None:
+    """Make gensim unimportable (as on a GPU machine without it) until ``monkeypatch`` undoes it; checks it took."""
+    for name in ("gensim", "gensim.models"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ModuleNotFoundError, match="gensim"):
+        load_word_vectors(source)
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` by its relative path, with its bytes."""
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+def test_a_build_from_vectors_in_memory_needs_no_gensim_and_gives_the_bytes_of_a_build_from_the_source(
+        setup, tmp_path, monkeypatch):
+    pytest.importorskip("gensim", reason="gensim (to build the cache to compare with) is not installed")
+    prepared, out, spec = setup
+    cues = write_word2vec_text(tmp_path / "cues.txt", {w: [0.5 * i, -0.25] for i, w in enumerate(VECTORS)})
+    speech = {"type": "word2vec-text", "path": str(cues)}
+    build_feature_cache(prepared, out, word_source=spec, oov="random", speech_source=speech, combine="concat")
+    block_gensim(monkeypatch, spec)
+    in_memory = tmp_path / "in_memory"
+    assert build_feature_cache(prepared, in_memory, word_source=spec, oov="random", speech_source=speech,
+                               combine="concat", word_vectors=read_word2vec_text(Path(spec["path"])),
+                               speech_vectors=read_word2vec_text(cues)).rebuilt
+    assert tree_bytes(in_memory) == tree_bytes(out)
+    # the key is the source files', so either build reuses the other's cache
+    assert not build_feature_cache(prepared, out, word_source=spec, oov="random", speech_source=speech,
+                                   combine="concat", word_vectors=read_word2vec_text(Path(spec["path"])),
+                                   speech_vectors=read_word2vec_text(cues)).rebuilt
+    float64 = read_word2vec_text(Path(spec["path"]))
+    float64.vectors = float64.vectors.astype(np.float64)
+    with pytest.raises(ValueError, match="word_vectors must be float32"):
+        build_feature_cache(prepared, tmp_path / "float64", word_source=spec, oov="random", word_vectors=float64)
+
+
+def test_the_cue_caches_of_the_training_tests_build_without_gensim_and_equal_those_gensim_builds(
+        tmp_path, monkeypatch):
+    """``write_cue_caches`` (tests/test_training_graph.py's and test_training_determinism.py's caches) on a machine
+    without gensim: the caches it builds are the ones built from their manifests' sources loaded by gensim."""
+    root = tmp_path / "caches"
+    root.mkdir()
+    block_gensim(monkeypatch, {"type": "word2vec-text", "path": str(write_word2vec_text(tmp_path / "v.txt", VECTORS))})
+    write_cue_caches(root, sentences_per_talk=10, train_tokens=360, words_name="vectors", ids_name="ids")
+    monkeypatch.undo()
+    pytest.importorskip("gensim", reason="gensim (to build the caches to compare with) is not installed")
+    for name in ("vectors", "ids", "cues"):
+        manifest = json.loads((root / name / "manifest.json").read_text(encoding="utf-8"))
+        speech = manifest.get("speech", {})
+        again = build_feature_cache(root / "prepared", tmp_path / "gensim" / name, word_source=manifest["word_source"],
+                                    oov=manifest["oov"], splits=manifest["split_names"],
+                                    vocab_min_count=manifest["vocab_min_count"], speech_source=speech.get("source"),
+                                    combine=speech.get("combine", "sum"))
+        assert again.rebuilt and tree_bytes(again.root) == tree_bytes(root / name), name
+    assert json.loads((root / "cues" / "manifest.json").read_text())["dim"] == 10  # 8 word + 2 cue columns
