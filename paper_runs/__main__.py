@@ -9,6 +9,8 @@ The GPU kit (paper_runs/README.md): the runs on GPU machines lent 15 minutes at 
                                                   # runs that end in this lease, measure, start those that then fit,
                                                   # wait, one tarball of the records and rates into $OUT
     python -m paper_runs collect --out $OUT   # there, only while runs are still going
+    python -m paper_runs launch --began $T0 --lease-left-s S --out $OUT   # there, a later command of the lease:
+                                                  # the last command's state kept as state.N.json, a new deadline
     python -m paper_runs import results.tar.gz        # here: records -> metrics/paper, rates -> metrics/gpu/leases
 
 One run, in this process::
@@ -149,10 +151,11 @@ def report(args: argparse.Namespace) -> int:
 
 
 def _plan_text(params: dict, tokens: int, budget: dict, budget_s: float, known: dict, plan: dict, *,
-               recorded: list[str] = (), lease: str = "this lease", budget_why: str = "`--train-budget-s`") -> str:
+               recorded: list[str] = (), lease: str = "this lease", budget_why: str = "`--train-budget-s`",
+               later_s: float | None = None) -> str:
     return gpu_plan.plan_markdown(plan["rows"], budget=budget, budget_s=budget_s, selected=plan["selected"],
                                   overhead=plan["overhead"], num_tokens=tokens, recorded=recorded, known=known,
-                                  lease=lease, budget_why=budget_why)
+                                  lease=lease, budget_why=budget_why, later=plan.get("later"), later_s=later_s)
 
 
 def plan(args: argparse.Namespace) -> int:
@@ -167,8 +170,10 @@ def plan(args: argparse.Namespace) -> int:
     leases = gpu_rates.load_leases(args.rates_dir or kit["rates_dir"])
     known = gpu_rates.known_rates(leases)
     names = [name for name in PAPER_RUNS if name not in recorded]
-    chosen = gpu_plan.lease_plan(params, names, tokens, budget_s, known, mode=args.mode)
-    text = _plan_text(params, tokens, budget, budget_s, known, chosen, recorded=recorded, lease="the next lease")
+    later_s = budget["later"]["train_s"]  # a second command of the lease: the runs that fit it, not the first
+    chosen = gpu_plan.lease_plan(params, names, tokens, budget_s, known, mode=args.mode, later_s=later_s)
+    text = _plan_text(params, tokens, budget, budget_s, known, chosen, recorded=recorded, lease="the next lease",
+                      later_s=later_s)
     print(text)
     print(f"(training tokens from {source}; rates of {len(leases)} lease(s) in {args.rates_dir or kit['rates_dir']})")
     if args.write:  # the plan committed beside the records (paper_runs/README.md, step 6)
@@ -254,17 +259,32 @@ def launch(args: argparse.Namespace) -> int:
         return _error(str(error))
 
     state_file = state_dir / "state.json"
-    train_s = float(args.train_budget_s or budget["train_s"])
-    state = gpu_runs.load_state(state_file) or {"started": began, "runs": {}, "plan": {"runs": {}},
-                                                "deadline": began + budget["allowance"]["unpack"] + train_s}
     wanted = args.only.split(",") if args.only else list(PAPER_RUNS)
     unknown = [name for name in wanted if name not in PAPER_RUNS]
     if unknown:
         return _error(f"not paper runs: {', '.join(unknown)}")
+    state = gpu_runs.load_state(state_file)
     names, skipped = gpu_runs.runs_to_start(wanted, state, [records_dir, Path(args.records)])
     print("".join(f"{name}: {why}, skipped\n" for name, why in skipped.items()), end="")
+    going = gpu_runs.alive_runs(state)
+    if not state or (names and state["deadline"] - time.time() < 60 and not going):
+        # the lease's first command, or a later one: the last command's deadline has passed and none of its runs
+        # is alive; its state (and measurement) are kept beside, as state.N.json, and the records stay
+        archived = gpu_runs.archive_command(state_dir, state) if state else None
+        state = gpu_runs.command_state(state, began, began + gpu_plan.command_training_s(
+            budget, train_s=args.train_budget_s, lease_left_s=args.lease_left_s, later=bool(state)),
+                                       lease_left_s=args.lease_left_s)
+        print(f"command {state['command']} of this lease" + (f" (the last one's state kept as {archived})"
+                                                             if archived else "") +
+              f": training deadline {state['deadline'] - began:.0f} s after its start" +
+              (f", the lease having {args.lease_left_s:.0f} s left" if args.lease_left_s is not None else ""))
+        if state["command"] > 1 and args.lease_left_s is None:
+            print("warning: a later command without --lease-left-s (the device tool's budget_left_s) may pass the "
+                  "lease's end")
     if state["deadline"] - time.time() < 60 and names:
-        print(f"the training deadline of this lease has passed ({state_file})")
+        print(f"the training deadline of command {state.get('command', 1)} has passed or is less than 60 s away "
+              f"({state_file})" +
+              (f"; runs still going ({', '.join(going)}): collect them, then launch again" if going else ""))
         names = []
     if not names:
         print("nothing to start")
@@ -283,8 +303,10 @@ def launch(args: argparse.Namespace) -> int:
             return []
         chosen = gpu_plan.lease_plan(params, waiting, tokens, budget_s, known_now, settings=args.set, running=running)
         print(_plan_text(params, tokens, budget, budget_s, known_now, chosen, lease=f"wave {wave}",
-                         budget_why="what is left before this lease's training deadline (the launch's start, the "
-                                    "unpacking's allowance and the training), now"))
+                         budget_why=f"what is left, now, before the training deadline of command "
+                                    f"{state.get('command', 1)} of this lease (from its start: the unpacking's "
+                                    "allowance and the training, no later than the lease left less scoring, collect "
+                                    "and margin)"))
         for row in chosen["rows"]:
             if row["name"] not in chosen["selected"]:
                 continue
@@ -330,10 +352,13 @@ def launch(args: argparse.Namespace) -> int:
                     for row in gpu_plan.plan_rows(params, first, tokens, known=known, settings=args.set)]
         state["plan"]["second_wave"] = start(2, known, running)
     gpu_runs.save_state(state_file, state)
-    print(f"{len(state['runs'])} runs started in this lease; `python -m paper_runs collect --out DIR` waits for them")
+    print(f"{len(state['runs'])} runs started in command {state.get('command', 1)} of this lease; "
+          "`python -m paper_runs collect --out DIR` waits for them")
     if args.out is None:
         return 0
-    wait_s = began + budget["command_s"] - budget["allowance"]["collect"] - time.time()
+    command_s = budget["command_s"] if args.lease_left_s is None else \
+        min(budget["command_s"], args.lease_left_s - budget["allowance"]["margin"])
+    wait_s = began + command_s - budget["allowance"]["collect"] - time.time()
     return _collect(params, state_dir, Path(args.records), Path(args.out), max(0.0, wait_s))
 
 
@@ -434,6 +459,9 @@ def main(argv: list[str] | None = None) -> int:
     launch_parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                                help="override a train setting of every run (a rehearsal's tiny schedules)")
     launch_parser.add_argument("--train-budget-s", type=float, help="override the training the lease holds")
+    launch_parser.add_argument("--lease-left-s", type=float, metavar="S", help="the lease's device time left when "
+                               "this command began (the device tool's budget_left_s): the training deadline is then "
+                               "no later than that less scoring, collect and margin, and the collect ends before it")
     launch_parser.add_argument("--grace-s", type=float, default=15.0, help="then look whether each run still runs")
     launch_parser.add_argument("--began", type=float, metavar="EPOCH_S", help="when the lease's command began "
                                "(`date +%%s` before the checks that precede launch in it): the training deadline and "

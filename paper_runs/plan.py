@@ -5,7 +5,9 @@ rates earlier leases measured (``metrics/gpu/leases``, :mod:`paper_runs.rates`):
 
 * **the training deadline** (:func:`lease_budget`) is derived from the lease, never set beside it: the lease less
   the machine's start, the unpacking, the scoring, the collect and a margin, and no later than the one command
-  (``command_s``) less its unpacking, scoring and collect;
+  (``command_s``) less its unpacking, scoring and collect; a later command of the same lease has the lease left
+  less scoring, collect and margin (:func:`command_training_s`), and the plan marks the runs a second command
+  would start (``lease_budget(...)["later"]``);
 * **each run's steps** are counted as its trainer counts them (``training.batches.schedule_steps`` of its own
   settings, :func:`paper_runs.records.run_config`), so a new recipe changes the plan by itself;
 * **its rate**: the best measured one for its run (else its experiment at the same batch) and step mode, else the
@@ -33,14 +35,39 @@ MODES = ("graph", "eager")
 
 
 def lease_budget(kit: dict[str, Any], lease_s: float | None = None) -> dict[str, Any]:
-    """``{"lease_s", "command_s", "train_s", "by_lease", "by_command", "allowance"}``: the seconds of training a
-    lease holds (``train_s``, counted from the launch's unpacking on), derived from ``gpu_kit`` of params."""
+    """``{"lease_s", "command_s", "train_s", "by_lease", "by_command", "allowance", "later"}``: the seconds of training
+    a lease holds (``train_s``, counted from the launch's unpacking on), derived from ``gpu_kit`` of params.
+
+    ``later`` is a second command of the same lease, after the first ran its full ``command_s``: ``{"left_s"}`` (the
+    lease left when it starts: the lease less the machine's start and the first command), ``"command_s"`` (what it
+    may take: that less the give-back/idle margin, at most ``command_s``) and ``"train_s"`` (its training, counted
+    from its start: :func:`command_training_s` of ``left_s``; no machine start, no unpacking, the kit is there)."""
     allowance = {key: float(value) for key, value in kit["allowance_s"].items()}
     lease_s, command_s = float(lease_s or kit["lease_s"]), float(kit["command_s"])
     by_lease = lease_s - sum(allowance.values())
     by_command = command_s - allowance["unpack"] - allowance["scoring"] - allowance["collect"]
-    return {"lease_s": lease_s, "command_s": command_s, "train_s": max(0.0, min(by_lease, by_command)),
-            "by_lease": by_lease, "by_command": by_command, "allowance": allowance}
+    budget = {"lease_s": lease_s, "command_s": command_s, "train_s": max(0.0, min(by_lease, by_command)),
+              "by_lease": by_lease, "by_command": by_command, "allowance": allowance}
+    left_s = max(0.0, lease_s - allowance["machine_start"] - command_s)
+    budget["later"] = {"left_s": left_s, "command_s": max(0.0, min(command_s, left_s - allowance["margin"])),
+                       "train_s": command_training_s(budget, lease_left_s=left_s, later=True)}
+    return budget
+
+
+def command_training_s(budget: dict[str, Any], *, train_s: float | None = None, lease_left_s: float | None = None,
+                       later: bool = False) -> float:
+    """Seconds from a command's start (``launch --began``) to its training deadline (:func:`lease_budget`'s
+    ``budget``): the unpacking's allowance and the training (``train_s``, else the lease's: ``budget["train_s"]``;
+    a ``later`` command of the lease: the one command's, ``budget["by_command"]``), and, where the lease left at the
+    command's start is known (``lease_left_s``: the device tool's ``budget_left_s``), no later than that less the
+    allowances that still apply -- scoring, collect, margin (the machine has started; the unpacking's time is
+    inside the command's own seconds)."""
+    allowance = budget["allowance"]
+    default = budget["by_command"] if later else budget["train_s"]
+    offset = allowance["unpack"] + float(default if train_s is None else train_s)
+    if lease_left_s is not None:
+        offset = min(offset, float(lease_left_s) - allowance["scoring"] - allowance["collect"] - allowance["margin"])
+    return max(0.0, offset)
 
 
 def step_mode(train: dict[str, Any]) -> str:
@@ -196,13 +223,16 @@ def _seconds(value: float) -> str:
 
 def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_s: float, selected: Sequence[str],
                   overhead: float, num_tokens: int, recorded: Sequence[str] = (), known: dict[str, Any] | None = None,
-                  lease: str = "this lease", budget_why: str = "`--train-budget-s`") -> str:
+                  lease: str = "this lease", budget_why: str = "`--train-budget-s`", later: Sequence[str] | None = None,
+                  later_s: float | None = None) -> str:
     """The plan: each run's rates (graph and eager, measured or assumed), GPU-busy seconds, when it would end beside
     the runs ``selected``, their sum beside the lease, and which runs ``lease`` starts.
 
     The header gives the lease's training as derived (``budget["train_s"]``); where the plan has other seconds
     (``budget_s``: what a launch's wave has left before its deadline, or ``--train-budget-s``), it says so beside
-    it, with ``budget_why``, so that the two figures never read as one."""
+    it, with ``budget_why``, so that the two figures never read as one. With ``later_s`` (a second command's
+    training, ``budget["later"]``), it gives that command too and marks the runs ``later`` starts in it
+    ("starts (2nd command)"), their ends counted from that command's start."""
     allowance = budget["allowance"]
     lines = [f"Lease {budget['lease_s'] / 60:.0f} min of device time: machine start {allowance['machine_start']:.0f} s, "
              f"unpacking {allowance['unpack']:.0f} s, **training {budget['train_s']:.0f} s**, scoring "
@@ -211,30 +241,53 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_
              f"{budget['command_s']:.0f} s less unpacking, scoring and collect {budget['by_command']:.0f} s)."
              + (f" **This plan has {budget_s:.0f} s of training**: {budget_why}."
                 if round(budget_s) != round(budget["train_s"]) else "")
+             + (f" A second command of the lease, after the first at its full {budget['command_s']:.0f} s "
+                f"({budget['later']['left_s']:.0f} s of the lease left, {budget['later']['command_s']:.0f} s less the "
+                f"margin), has **training {later_s:.0f} s** from its start: min(one command less scoring and collect "
+                f"{budget['command_s'] - allowance['scoring'] - allowance['collect']:.0f} s, the lease left less "
+                f"scoring, collect and margin {budget['later']['left_s'] - allowance['scoring'] - allowance['collect'] - allowance['margin']:.0f}"
+                " s; no machine start, no unpacking)." if later_s is not None else "")
              + f" {num_tokens:,} training tokens.", "",
              "| run | batch | steps | mode | eager steps/s | graph steps/s | graph / eager | GPU-busy s | dev evaluations s | "
              f"ends at s (of {budget_s:.0f}) | {lease} |", "|---|---|---:|---|---|---|---:|---:|---:|---:|---|"]
+    later = list(later or [])
     ends = project([row for row in rows if row["name"] in selected], overhead)
+    later_ends = project([row for row in rows if row["name"] in later], overhead)
     for row in rows:
         (eager, eager_from), (graph, graph_from) = row["rates"]["eager"], row["rates"]["graph"]
         ratio = f"{graph / eager:.1f}x" if graph and eager else "–"
-        verdict = "starts" if row["name"] in selected else "next lease"
+        verdict = ("starts" if row["name"] in selected else "starts (2nd command)" if row["name"] in later
+                   else "next lease")
+        end = (_seconds(ends[row["name"]]) if row["name"] in ends else
+               f"{_seconds(later_ends[row['name']])} (of {later_s:.0f}, 2nd command)" if row["name"] in later_ends
+               else "–")
         mode = row["mode"] + (f" ({row['note']})" if row["note"] else "")
         lines.append(f"| {row['name']} | {row['batch']} | {row['steps']:,} | {mode} | {eager:.1f} ({eager_from}) | "
                      + (f"{graph:.0f} ({graph_from})" if graph else "–") + f" | {ratio} | {_seconds(row['busy_s'])} | "
                      f"{row['evaluations']} x {row['eval_each_s']:.1f} ({row['eval_from']}) = "
                      f"{_seconds(row['eval_s'])} | "
-                     f"{_seconds(ends[row['name']]) if row['name'] in ends else '–'} | {verdict} |")
+                     f"{end} | {verdict} |")
     busy_all = sum(row["busy_s"] for row in rows)
     busy_chosen = sum(row["busy_s"] for row in rows if row["name"] in selected)
     lines += ["", f"GPU-busy: {_seconds(busy_all)} s for all {len(rows)} runs planned, {_seconds(busy_chosen)} s for the "
               f"{len(selected)} {lease} starts, beside {budget_s:.0f} s of training in a {budget['lease_s']:.0f}-s lease "
-              f"(time-slicing overhead x{overhead:g} on top)."]
+              f"(time-slicing overhead x{overhead:g} on top)"
+              + (f"; {_seconds(sum(row['busy_s'] for row in rows if row['name'] in later))} s for the {len(later)} "
+                 f"of its second command, beside {later_s:.0f} s." if later else ".")]
     if recorded:
         lines.append(f"Complete records, not planned again: {', '.join(recorded)}.")
-    lines += [f"{lease.capitalize()} starts {len(selected)} of {len(rows)}: {', '.join(selected) or 'none'}. A run "
-              "is started only when it ends its schedule within the training deadline at these rates (no partial "
-              "records); the others wait for the next lease, when the rates it measured plan them.", "",
+    if later_s is None:
+        lines.append(f"{lease.capitalize()} starts {len(selected)} of {len(rows)}: {', '.join(selected) or 'none'}. "
+                     "A run is started only when it ends its schedule within the training deadline at these rates (no "
+                     "partial records); the others wait for the next lease, when the rates it measured plan them.")
+    else:
+        waiting = [row["name"] for row in rows if row["name"] not in selected and row["name"] not in later]
+        lines.append(f"{lease.capitalize()} starts {len(selected) + len(later)} of {len(rows)}: in its first command "
+                     f"{', '.join(selected) or 'none'}; in a second command {', '.join(later) or 'none'}. A run is "
+                     "started only when it ends its schedule within its command's training deadline at these rates "
+                     f"(no partial records); {'the others wait' if waiting else 'none waits'} for the lease after"
+                     + (f" ({', '.join(waiting)})" if waiting else "") + ", planned with the rates this one measures.")
+    lines += ["",
               "How the runs share the GPU: one process per run (a failure stays its own; each run's graph capture, "
               "data and memory are its own). Their kernels do not overlap, so the GPU is time-sliced and their "
               "GPU-busy seconds add up. `launch --measure-steps` samples the GPU's utilization while every started run "
@@ -259,9 +312,13 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_
 
 def lease_plan(params: dict[str, Any], names: Sequence[str], num_tokens: int, budget_s: float,
                known: dict[str, Any], *, mode: str | None = None, settings: Sequence[str] = (),
-               running: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    """``{"rows", "selected", "overhead"}``: :func:`plan_rows` of ``names`` and which of them start (:func:`select`)
-    within ``budget_s`` beside the rows ``running``."""
+               running: Sequence[dict[str, Any]] = (), later_s: float | None = None) -> dict[str, Any]:
+    """``{"rows", "selected", "later", "overhead"}``: :func:`plan_rows` of ``names`` and which of them start
+    (:func:`select`) within ``budget_s`` beside the rows ``running``; with ``later_s`` (a second command's training,
+    ``lease_budget(...)["later"]["train_s"]``), which of the others then start in a second command of the lease, on
+    a GPU the first command's runs have left (``later``; empty without it)."""
     rows = plan_rows(params, names, num_tokens, known=known, mode=mode, settings=settings)
     overhead = float(params["gpu_kit"]["graph"]["time_slice_overhead"])
-    return {"rows": rows, "selected": select(rows, budget_s, overhead, running), "overhead": overhead}
+    selected = select(rows, budget_s, overhead, running)
+    later = [] if later_s is None else select([row for row in rows if row["name"] not in selected], later_s, overhead)
+    return {"rows": rows, "selected": selected, "later": later, "overhead": overhead}

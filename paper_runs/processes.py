@@ -239,6 +239,33 @@ def save_state(path: Path, state: dict[str, Any]) -> None:
     atomic_write_bytes(path, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode())
 
 
+def alive_runs(state: dict[str, Any]) -> list[str]:
+    """The runs of a launch's ``state`` whose processes still run."""
+    return [name for name, entry in sorted((state.get("runs") or {}).items())
+            if pid_alive(int(entry["pid"]), entry["marker"])]
+
+
+def command_state(previous: dict[str, Any], began: float, deadline: float, *,
+                  lease_left_s: float | None = None) -> dict[str, Any]:
+    """The state of a new command of the lease (``state.json``), begun at ``began`` (epoch seconds) with its own
+    training ``deadline``: command 1 without a ``previous`` state, else the one after it, in the same lease
+    (``lease_started``: when its first command began)."""
+    number = int(previous.get("command", 1)) + 1 if previous else 1
+    return {"started": began, "deadline": deadline, "command": number,
+            "lease_started": float(previous.get("lease_started", previous["started"])) if previous else began,
+            "lease_left_s": lease_left_s, "runs": {}, "plan": {"runs": {}}}
+
+
+def archive_command(state_dir: Path, state: dict[str, Any]) -> str:
+    """Keep a finished command's ``state.json`` (and its ``measure.json``) beside, as ``state.N.json``
+    (``measure.N.json``), N its command number; returns the state's new name. Records and logs stay where they are."""
+    number = int(state.get("command", 1))
+    for name in ("state", "measure"):
+        if (state_dir / f"{name}.json").is_file():
+            (state_dir / f"{name}.json").replace(state_dir / f"{name}.{number}.json")
+    return f"state.{number}.json"
+
+
 # ---------------------------------------------------------------------------------------------------- the status
 
 

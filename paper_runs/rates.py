@@ -1,4 +1,5 @@
-"""The step rates each GPU lease measured, kept across leases: ``metrics/gpu/leases/LEASE.json``.
+"""The step rates each GPU lease measured, kept across leases: ``metrics/gpu/leases/LEASE.json``, one file a command
+of a lease (LEASE: the command's start to the second and the device; the first lease's files, to the minute).
 
 A lease's rates are what its runs made there, with the device's name, torch's version and each run's step mode
 (graph or eager, and why): the rate launch measured over each run's own first steps (``measure.json``) and the
@@ -22,15 +23,18 @@ RATES_FILE = "rates.json"
 
 
 def lease_id(started: float, gpu: str | None) -> str:
-    """``20250601T1203Z_nvidia-h100-80gb-hbm3``: when the lease's first launch ran (UTC) and on what."""
+    """``20250601T120342Z_nvidia-h100-80gb-hbm3``: when the lease's command began (UTC, to the second: each command
+    of a lease has its own) and on what. Files of earlier leases, named to the minute (``20250601T1203Z_...``), are
+    read as they are."""
     slug = re.sub(r"[^a-z0-9]+", "-", (gpu or "cpu").lower()).strip("-")
-    return f"{time.strftime('%Y%m%dT%H%MZ', time.gmtime(started))}_{slug}"
+    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}_{slug}"
 
 
 def lease_record(state: dict[str, Any], measurement: dict[str, Any], records: dict[str, dict[str, Any]], *,
                  gpu: str | None, software: dict[str, Any], git: dict[str, Any] | None) -> dict[str, Any]:
-    """The rates of the lease that ``state`` (launch's ``state.json``) describes: per run started, its requested
-    and actual step mode, the rate measured over its first steps and the rate of its whole training."""
+    """The rates of the lease's command that ``state`` (launch's ``state.json``) describes: per run started, its
+    requested and actual step mode, the rate measured over its first steps and the rate of its whole training; the
+    command's number in its lease and when the lease's first command began (``lease_started``)."""
     plan = state.get("plan") or {}
     runs = {}
     for name, started in sorted((state.get("runs") or {}).items()):
@@ -56,29 +60,34 @@ def lease_record(state: dict[str, Any], measurement: dict[str, Any], records: di
         entry["mode_from"] = "record" if mode else "requested"
         entry["mode_reason"] = (record or {}).get("step_mode_reason")
         runs[name] = entry
+    lease_started = float(state.get("lease_started", state["started"]))
     return {"lease": lease_id(float(state["started"]), gpu), "device": gpu, "software": software, "git": git,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(state["started"]))),
+            "command": int(state.get("command", 1)),
+            "lease_started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease_started)),
             "train_s": round(float(state["deadline"]) - float(state["started"]), 1),
             "gpu_utilization": plan.get("utilization"), "gpu_busy_scale": plan.get("gpu_busy_scale"),
             "first_wave": plan.get("first_wave"), "second_wave": plan.get("second_wave"), "runs": runs}
 
 
 def file_lease(record: dict[str, Any], folder: str | Path) -> Path:
-    """Write a lease's rates as ``folder/LEASE.json`` (a later collect of the same lease replaces it)."""
+    """Write a lease command's rates as ``folder/LEASE.json`` (LEASE: :func:`lease_id`, the command's start to the
+    second, so each command of a lease has its own file; a later collect of the same command replaces it)."""
     path = Path(folder) / f"{record['lease']}.json"
     atomic_write_bytes(path, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
     return path
 
 
 def load_leases(folder: str | Path) -> list[dict[str, Any]]:
-    """Every lease's rates in ``folder``, oldest first (a file that is not one is an error naming it)."""
+    """Every lease command's rates in ``folder``, oldest first by when it began (``started``; files named to the
+    minute or to the second alike), a file that is not one an error naming it."""
     leases = []
     for path in sorted(Path(folder).glob("*.json")):
         try:
-            leases.append(json.loads(path.read_text(encoding="utf-8")))
+            leases.append((json.loads(path.read_text(encoding="utf-8")), path.name))
         except ValueError as error:
             raise ValueError(f"{path}: not valid JSON ({error})") from error
-    return leases
+    return [lease for lease, _ in sorted(leases, key=lambda pair: (str(pair[0].get("started") or ""), pair[1]))]
 
 
 def known_rates(leases: list[dict[str, Any]]) -> dict[str, Any]:

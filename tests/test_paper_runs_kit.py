@@ -281,14 +281,18 @@ def test_a_second_launch_starts_only_the_runs_without_a_record_or_a_process(tmp_
         sleeper.wait(timeout=30)
 
 
-def launch_here(inputs, tmp_path, monkeypatch, *options: str) -> tuple[list[str], dict]:
+NO_ALLOWANCE = {"machine_start": 0, "unpack": 0, "scoring": 0, "collect": 0, "margin": 0}
+
+
+def launch_here(inputs, tmp_path, monkeypatch, *options: str, allowance: dict | None = None) -> tuple[list[str], dict]:
     """launch (on the CPU, nothing spawned) over a tiny kit whose transformer_learned has a complete record and
-    transformer_word a partial one: (the runs started, in order; the state it saved)."""
+    transformer_word a partial one: (the runs started, in order; the state it saved). ``allowance``: the lease's
+    ``gpu_kit.allowance_s`` (default: none)."""
     from paper_runs import lease as gpu_lease
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     params = tiny_params(tmp_path, inputs / "v.txt", inputs / "s.txt", command_s=300,
-                         allowance_s={"machine_start": 0, "unpack": 0, "scoring": 0, "collect": 0, "margin": 0})
+                         allowance_s=allowance or NO_ALLOWANCE)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "data/features").mkdir(parents=True)
     (tmp_path / "data/features/manifest.json").write_text(json.dumps({"splits": {"train": {"tokens": 20_000}}}))
@@ -339,6 +343,130 @@ def test_checks_before_launch_in_the_lease_s_command_come_out_of_its_training(in
     assert set(later) < set(alone)  # fewer runs fit in what is left
     future, state = launch_here(inputs, tmp_path / "future", monkeypatch, "--began", str(time.time() + 500))
     assert future == alone and state["started"] <= time.time()  # a start in the future is launch's own
+
+
+def launch_again(monkeypatch, *options: str, alive: bool) -> tuple[list[str], dict]:
+    """launch once more where :func:`launch_here` launched (its folder, its params), the processes it started
+    (pid 4242) ``alive`` or not, those started now alive: (the runs started, the state saved)."""
+    started = []
+
+    class Process:
+        pid = 4343
+
+    monkeypatch.setattr(gpu_runs, "spawn", lambda command, log, env: started.append(command[command.index("run") + 1])
+                        or Process())
+    monkeypatch.setattr(gpu_runs, "pid_alive", lambda pid, marker: alive if pid == 4242 else True)
+    assert paper.main(["--params", "params.yaml", "launch", "--grace-s", "0", "--device", "cpu", *options]) == 0
+    return started, json.loads(Path("gpu_runs/kit/state.json").read_text())
+
+
+def deadline_passed(state_file: Path) -> dict:
+    """The command of ``state_file`` as it is once its training deadline has passed (its records made elsewhere)."""
+    state = json.loads(state_file.read_text())
+    state["deadline"] = time.time() - 30
+    state_file.write_text(json.dumps(state))
+    return state
+
+
+def test_a_later_launch_after_the_deadline_with_nothing_alive_starts_the_lease_s_next_command(inputs, tmp_path,
+                                                                                               monkeypatch, capsys):
+    """The machine stays warm: once the last command's deadline has passed and none of its runs is alive, a new
+    launch keeps that command's state (state.1.json, measure.1.json), keeps the records, and starts command 2 with
+    its own deadline from --began, capped by the lease left (--lease-left-s)."""
+    first, _ = launch_here(inputs, tmp_path, monkeypatch, "--only", "transformer_word,wrn")
+    assert first == ["transformer_word", "wrn"]
+    state_dir = tmp_path / "gpu_runs/kit"
+    (state_dir / "measure.json").write_text(json.dumps({"wrn": {"steps_per_second": 9.0}}))
+    ended = deadline_passed(state_dir / "state.json")
+    write_records(state_dir / "records", {"transformer_word": record_of("transformer_word"), "wrn": record_of("wrn")})
+    capsys.readouterr()
+    began = time.time() - 5
+    later, state = launch_again(monkeypatch, "--began", str(began), "--lease-left-s", "150", "--only",
+                                "transformer_word,wrn,conv,blstm", alive=False)
+    out = capsys.readouterr().out
+    assert later == ["conv", "blstm"] and "transformer_word: recorded, skipped" in out and "wrn: recorded" in out
+    assert "command 2 of this lease (the last one's state kept as state.1.json)" in out
+    assert json.loads((state_dir / "state.1.json").read_text()) == ended  # command 1's runs, as they were
+    assert json.loads((state_dir / "measure.1.json").read_text()) == {"wrn": {"steps_per_second": 9.0}}
+    assert not (state_dir / "measure.json").exists()  # command 2's rates never take command 1's measurement
+    assert sorted(p.name for p in (state_dir / "records").glob("*.json")) == ["transformer_word.json", "wrn.json"]
+    assert state["command"] == 2 and set(state["runs"]) == {"conv", "blstm"}
+    assert state["lease_started"] == ended["started"] and state["started"] == pytest.approx(began)
+    # no allowances here: the lease left, 150 s, is the deadline (the command alone would give 300)
+    assert state["deadline"] - state["started"] == pytest.approx(150) and state["lease_left_s"] == 150
+    assert state["plan"]["first_wave"] == ["conv", "blstm"]
+
+
+def test_a_later_launch_while_runs_are_alive_skips_them_and_starts_no_new_command(inputs, tmp_path, monkeypatch,
+                                                                                    capsys):
+    first, before = launch_here(inputs, tmp_path, monkeypatch, "--only", "transformer_word,wrn")
+    state_dir = tmp_path / "gpu_runs/kit"
+    capsys.readouterr()
+    # within the command's deadline: the runs alive are skipped, the others may start beside them in command 1
+    again, state = launch_again(monkeypatch, "--only", "transformer_word,wrn", alive=True)
+    out = capsys.readouterr().out
+    assert again == [] and "transformer_word: still running (pid 4242), skipped" in out and "nothing to start" in out
+    assert state["command"] == 1 and state["runs"] == before["runs"] and not (state_dir / "state.1.json").exists()
+    # after it, with runs still going: nothing starts, the command stays, and launch says to collect them first
+    deadline_passed(state_dir / "state.json")
+    again, state = launch_again(monkeypatch, "--only", "transformer_word,wrn,conv", "--lease-left-s", "400",
+                                alive=True)
+    out = capsys.readouterr().out
+    assert again == [] and "the training deadline of command 1 has passed" in out and "runs still going (transformer_word, wrn)" in out
+    assert state["command"] == 1 and set(state["runs"]) == {"transformer_word", "wrn"}
+    assert not (state_dir / "state.1.json").exists()
+
+
+def test_the_lease_left_caps_a_command_s_training_less_scoring_collect_and_margin(inputs, tmp_path, monkeypatch):
+    """--lease-left-s S (the device tool's budget_left_s): the deadline is no later than S less scoring, collect and
+    margin after --began -- not less the machine's start or the unpacking; --train-budget-s still works under it."""
+    allowance = {"machine_start": 50, "unpack": 10, "scoring": 20, "collect": 5, "margin": 15}
+    # the command alone: unpacking 10 + training min(7200 - 100, 300 - 10 - 20 - 5 = 265) = 275 s after its start
+    alone, state = launch_here(inputs, tmp_path / "alone", monkeypatch, allowance=allowance)
+    assert state["deadline"] - state["started"] == pytest.approx(275) and state["lease_left_s"] is None
+    capped, state = launch_here(inputs, tmp_path / "capped", monkeypatch, "--lease-left-s", "120", allowance=allowance)
+    assert state["deadline"] - state["started"] == pytest.approx(120 - 20 - 5 - 15)
+    assert capped and set(capped) < set(alone)  # fewer runs end their schedules in 80 s than in 275
+    _, state = launch_here(inputs, tmp_path / "budget", monkeypatch, "--train-budget-s", "100", allowance=allowance)
+    assert state["deadline"] - state["started"] == pytest.approx(10 + 100)
+    _, state = launch_here(inputs, tmp_path / "both", monkeypatch, "--train-budget-s", "100", "--lease-left-s", "100",
+                           allowance=allowance)
+    assert state["deadline"] - state["started"] == pytest.approx(100 - 40)  # the lease left is the tighter
+    budget = gpu_plan.lease_budget({"lease_s": 900, "command_s": 300, "allowance_s": allowance})
+    assert gpu_plan.command_training_s(budget) == 275
+    assert gpu_plan.command_training_s(budget, lease_left_s=1000) == 275
+    assert gpu_plan.command_training_s(budget, lease_left_s=30) == 0  # nothing is left: no training
+    assert gpu_plan.command_training_s(budget, later=True) == 10 + 265  # a later command: the one command's
+
+
+def test_two_commands_of_a_lease_a_minute_apart_file_two_rates_files(tmp_path, monkeypatch):
+    """Each command of a lease collects its own rates; import names them by the command's start to the second, so
+    two commands begun within one minute keep both (files named to the minute, of earlier leases, are still read,
+    in the order their commands began)."""
+    from paper_runs import lease as gpu_lease, rates as gpu_rates
+
+    monkeypatch.chdir(tmp_path)
+    rates_dir, began = tmp_path / "leases", 1_700_000_000.0  # 2023-11-14T22:13:20Z
+    older = {"lease": "20231114T2213Z_cpu", "started": "2023-11-14T22:13:05Z", "device": None, "runs": {}}
+    rates_dir.mkdir()
+    (rates_dir / "20231114T2213Z_cpu.json").write_text(json.dumps(older))
+    for command, started in ((1, began), (2, began + 25)):
+        state_dir = tmp_path / f"machine{command}"
+        state_dir.mkdir()
+        state = {"started": started, "deadline": started + 100, "command": command, "lease_started": began,
+                 "runs": {}, "plan": {"runs": {}}}
+        gpu_runs.save_state(state_dir / "state.json", state)
+        tarball = tmp_path / f"out{command}" / "paper_results.tar.gz"
+        assert gpu_lease.collect_lease(GPU_KIT, state_dir, tmp_path / "repo_records", tarball, 0) == 0
+        assert paper.main(["--records", str(tmp_path / "records"), "import", str(tarball), "--status-dir",
+                           str(tmp_path / "status"), "--rates-dir", str(rates_dir)]) == 0
+    names = sorted(path.name for path in rates_dir.glob("*.json"))
+    assert names == ["20231114T221320Z_cpu.json", "20231114T221345Z_cpu.json", "20231114T2213Z_cpu.json"]
+    leases = gpu_rates.load_leases(rates_dir)
+    assert [lease["lease"] for lease in leases] == ["20231114T2213Z_cpu", "20231114T221320Z_cpu",
+                                                   "20231114T221345Z_cpu"]  # by start, not by name
+    assert [(lease.get("command"), lease.get("lease_started")) for lease in leases[1:]] == [
+        (1, "2023-11-14T22:13:20Z"), (2, "2023-11-14T22:13:20Z")]
 
 
 def test_a_run_s_environment_lets_it_outlive_the_launch_and_share_the_cores(tmp_path):

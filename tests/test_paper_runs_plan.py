@@ -32,6 +32,53 @@ def test_the_training_deadline_is_derived_from_the_lease_and_the_one_command(par
     assert "train_budget_s" not in kit  # no second, hand-set figure that could disagree
 
 
+def test_a_second_command_of_the_lease_has_what_the_first_leaves_less_scoring_collect_and_margin(params):
+    kit = params["gpu_kit"]
+    allowance, budget = kit["allowance_s"], gpu_plan.lease_budget(kit)
+    assert allowance["machine_start"] < 180  # measured: 31.5 s in lease 20261204T1644Z, not "minutes"
+    later = budget["later"]
+    # the first command at its full length after the machine's start; what is left, less the give-back/idle margin
+    assert later["left_s"] == 900 - allowance["machine_start"] - kit["command_s"]
+    assert later["command_s"] == later["left_s"] - allowance["margin"]
+    # its training from its start: no machine start, no unpacking (the kit is there), scoring and collect still
+    assert later["train_s"] == later["command_s"] - allowance["scoring"] - allowance["collect"] > 0
+    assert later["train_s"] == gpu_plan.command_training_s(budget, lease_left_s=later["left_s"], later=True)
+    assert gpu_plan.lease_budget(kit, 600)["later"] == {"left_s": 0.0, "command_s": 0.0, "train_s": 0.0}
+    long = gpu_plan.lease_budget(kit, 3600)["later"]  # a long lease: one command at most
+    assert long["command_s"] == kit["command_s"] and long["train_s"] == kit["command_s"] - allowance["scoring"] - \
+        allowance["collect"]
+
+
+def test_the_plan_marks_the_runs_a_second_command_starts_each_ending_its_schedule_in_it(params):
+    names = ["transformer_word_literal", "drnn_lwma", "ff2", "ffa"]
+    budget = gpu_plan.lease_budget(params["gpu_kit"])
+    roomy = gpu_plan.lease_plan(params, names, 2_100_000, 415, {}, later_s=415)
+    assert roomy["selected"] == ["transformer_word_literal", "drnn_lwma"] and roomy["later"] == ["ff2", "ffa"]
+    rows = {row["name"]: row for row in roomy["rows"]}
+    ends = gpu_plan.project([rows["ff2"], rows["ffa"]], roomy["overhead"])
+    assert all(end <= 415 for end in ends.values())  # no lease is spent on a partial record, in either command
+    text = gpu_plan.plan_markdown(roomy["rows"], budget=budget, budget_s=415, selected=roomy["selected"],
+                                  later=roomy["later"], later_s=415, overhead=roomy["overhead"], num_tokens=2_100_000,
+                                  lease="the next lease")
+    assert f"| {ends['ff2']:,.0f} (of 415, 2nd command) | starts (2nd command) |" in text
+    assert "| transformer_word_literal |" in text and text.count("| starts |") == 2
+    assert "**training 415 s** from its start" in text
+    assert ("The next lease starts 4 of 4: in its first command transformer_word_literal, drnn_lwma; in a second "
+            "command ff2, ffa.") in text and "none waits for the lease after" in text
+    # a second command too short for them: they wait, and say so
+    short = gpu_plan.lease_plan(params, names, 2_100_000, 415, {}, later_s=100)
+    assert short["selected"] == roomy["selected"] and short["later"] == []
+    text = gpu_plan.plan_markdown(short["rows"], budget=budget, budget_s=415, selected=short["selected"],
+                                  later=short["later"], later_s=100, overhead=short["overhead"], num_tokens=2_100_000,
+                                  lease="the next lease")
+    assert "starts (2nd command)" not in text and "the others wait for the lease after (ff2, ffa)" in text
+    # a launch's wave plans no second command: its text is as before
+    wave = gpu_plan.lease_plan(params, names, 2_100_000, 415, {})
+    assert wave["later"] == [] and "second command" not in gpu_plan.plan_markdown(
+        wave["rows"], budget=budget, budget_s=415, selected=wave["selected"], overhead=wave["overhead"],
+        num_tokens=2_100_000)
+
+
 def test_graph_rates_are_derived_from_kernels_arithmetic_and_recurrent_steps(params):
     kit = params["gpu_kit"]
     graph = kit["graph"]
@@ -181,7 +228,9 @@ def test_a_lease_s_rates_carry_device_mode_and_both_rates_and_file_by_lease(tmp_
                                 "train": {"eval_every_steps": 5, "epochs": 1}}}}
     record = gpu_rates.lease_record(state, measurement, records, gpu="NVIDIA H100 80GB HBM3",
                                     software={"torch": "2.11.0"}, git={"commit": "abc"})
-    assert record["lease"] == "20231114T2213Z_nvidia-h100-80gb-hbm3" and record["train_s"] == 460.0
+    # named by the command's start to the second: each command of a lease files its own rates
+    assert record["lease"] == "20231114T221320Z_nvidia-h100-80gb-hbm3" and record["train_s"] == 460.0
+    assert record["command"] == 1 and record["lease_started"] == record["started"] == "2023-11-14T22:13:20Z"
     conv, lstm = record["runs"]["conv"], record["runs"]["lstm"]
     assert conv["mode"] == "graph" and conv["mode_from"] == "record" and conv["first_steps"]["steps_per_s"] == 700.0
     assert conv["whole_run"]["steps_per_s"] == 650.0 and conv["whole_run"]["eval_s_each"] == 4.0
