@@ -479,10 +479,11 @@ def test_a_run_s_environment_lets_it_outlive_the_launch_and_share_the_cores(tmp_
 FAKE_RUN = """
 import sys, time
 rate, last = float(sys.argv[1]), int(sys.argv[2])
+shown = sys.argv[3] if sys.argv[3:] and not sys.argv[3].startswith("paper_runs") else "99.00step/s"
 time.sleep(0.5)  # start-up, which the measurement must not count
 for step in range(1, last + 1):
     time.sleep(1 / rate)
-    print(f"train:  1%|  | {step}/900 [00:01<00:10, 99.00step/s]", end="\\r", flush=True)
+    print(f"train:  1%|  | {step}/9000 [00:01<00:10, {shown}]", end="\\r", flush=True)
 time.sleep(60)
 """
 
@@ -511,6 +512,25 @@ def test_the_measurement_is_the_runs_own_first_steps(tmp_path):
     assert fast["steps"] >= 30 and not fast["partial"]
     assert 12 <= fast["steps_per_second"] <= 21  # its own rate (sleeps plus overhead), not tqdm's 99 or start-up
     assert slow["partial"] and 5 <= slow["steps"] < 30 and 2.5 <= slow["steps_per_second"] <= 4.2
+
+
+def test_a_run_that_passes_the_first_marks_between_two_looks_is_measured_from_its_steps_not_its_log_s_rate(
+        tmp_path):
+    """On the H200, WRN passed step 20 and step 200 between two looks while tqdm still showed its first step's
+    8.58 s/step (the capture): the measurement read 0.12 steps/s for a run of 131. It now counts ``steps`` more
+    steps from its first reading."""
+    logs, state = tmp_path / "logs", {"runs": {}}
+    process = gpu_runs.spawn([sys.executable, "-c", FAKE_RUN, "400", "3000", "8.58s/step", "paper_runs", "run",
+                              "jumpy"], logs / "jumpy.log", {})
+    state["runs"]["jumpy"] = {"pid": process.pid, "marker": ["paper_runs", "run", "jumpy"]}
+    try:
+        measured = gpu_runs.measure_running(["jumpy"], state, logs, steps=30, timeout_s=8.0, poll_s=0.5)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+    jumpy = measured["jumpy"]
+    assert not jumpy["partial"] and jumpy["steps"] >= 30
+    assert 100 <= jumpy["steps_per_second"] <= 420  # its own steps over the looks' seconds, never 1 / 8.58
 
 
 def test_progress_comes_from_the_log_and_a_finished_process_is_not_alive(tmp_path):
