@@ -61,6 +61,7 @@ from paper_runs.records import (  # noqa: E402
     missing_records,
     paper_markdown,
     paper_record,
+    plot_records,
     record_path,
     small_profile_scores,
 )
@@ -140,8 +141,10 @@ def report(args: argparse.Namespace) -> int:
     params = load_params(args.params, profile=PROFILE)
     defaults = {name: e.get("published") for name, e in params["active"]["experiments"].items()}
     small = {name: small_profile_scores(name, args.eval_metrics, args.variant_metrics) for name in PAPER_RUNS}
-    text = paper_markdown(load_records(args.records), load_published(), small=small, default_published=defaults,
-                          records_dir=str(args.records), gap_groups=load_gaps())
+    records = load_records(args.records)
+    figure = plot_records(records, args.records, Path(args.out).with_name(Path(args.out).stem + "_dev_f1.png"))
+    text = paper_markdown(records, load_published(), small=small, default_published=defaults,
+                          records_dir=str(args.records), gap_groups=load_gaps(), figure=figure and figure.name)
     atomic_write_text(args.out, text)
     print(text)
     return 0

@@ -273,9 +273,11 @@ def _prf(scores: dict[str, Any]) -> str:
 def paper_markdown(records: dict[str, dict[str, Any]], published: dict[str, Any], *,
                    small: dict[str, dict[str, Any] | None], default_published: dict[str, str | None],
                    names: list[str] | None = None, records_dir: str = "metrics/paper",
-                   gap_groups: list[dict[str, Any]] = (), gaps_file: str = "reports/paper_gaps.yaml") -> str:
+                   gap_groups: list[dict[str, Any]] = (), gaps_file: str = "reports/paper_gaps.yaml",
+                   figure: str | None = None) -> str:
     """The paper-profile records beside the published and the small-profile figures, and the hypotheses for every
-    gap over :data:`GAP_F1` (``gap_groups``: :func:`load_gaps`).
+    gap over :data:`GAP_F1` (``gap_groups``: :func:`load_gaps`); ``figure``: the runs' dev F1 curves, beside the
+    report (:func:`plot_records`).
 
     ``small``: NAME -> small-profile scores (or ``None``); ``default_published``: experiment -> its
     ``published`` reference (from params), for runs that do not name their own."""
@@ -316,6 +318,8 @@ def paper_markdown(records: dict[str, dict[str, Any]], published: dict[str, Any]
                       _pct(ours_small["SER"]) if ours_small else "–"]
             lines.append("| " + " | ".join(cells) + " |")
 
+    if figure:
+        lines += ["", f"![Dev F1 of each complete record against its training step]({figure})"]
     lines += ["", *gaps_markdown(gaps(records, published, default_published), list(gap_groups), gaps_file)]
     lines += ["", *readings_markdown(records)]
     header = ["run", "test"] + [f"{c} P / R / F1" for c in PUNCTUATION_CLASSES] + \
@@ -443,6 +447,17 @@ def gaps_markdown(found: list[dict[str, Any]], groups: list[dict[str, Any]], gap
         lines += [f"| {number} | {h['claim'].strip()} | {h['test'].strip()} | {h['seen'].strip()} |"
                   for number, h in enumerate(group["hypotheses"], 1)]
     return lines
+
+
+def plot_records(records: dict[str, dict[str, Any]], records_dir: str | Path, path: str | Path) -> Path | None:
+    """The dev F1 curves of the complete records (``NAME.history.csv`` beside each) in one panel; None: none yet."""
+    from figures.plots import plot_dev_f1_curves
+
+    curves = {name: Path(records_dir) / f"{name}.history.csv" for name in sorted(records, key=_run_order)
+              if complete(records[name]) and (Path(records_dir) / f"{name}.history.csv").is_file()}
+    if not curves:
+        return None
+    return plot_dev_f1_curves(curves, path, title="Paper runs: dev F1 against the step (complete records)")
 
 
 def readings_markdown(records: dict[str, dict[str, Any]]) -> list[str]:
