@@ -155,10 +155,12 @@ def report(args: argparse.Namespace) -> int:
 
 def _plan_text(params: dict, tokens: int, budget: dict, budget_s: float, known: dict, plan: dict, *,
                recorded: list[str] = (), lease: str = "this lease", budget_why: str = "`--train-budget-s`",
-               later_s: float | None = None) -> str:
+               later_s: float | None = None, probes: dict[str, float] | None = None,
+               measure_steps: int | None = None) -> str:
     return gpu_plan.plan_markdown(plan["rows"], budget=budget, budget_s=budget_s, selected=plan["selected"],
                                   overhead=plan["overhead"], num_tokens=tokens, recorded=recorded, known=known,
-                                  lease=lease, budget_why=budget_why, later=plan.get("later"), later_s=later_s)
+                                  lease=lease, budget_why=budget_why, later=plan.get("later"), later_s=later_s,
+                                  probes=probes, measure_steps=measure_steps)
 
 
 def plan(args: argparse.Namespace) -> int:
@@ -175,8 +177,11 @@ def plan(args: argparse.Namespace) -> int:
     names = [name for name in PAPER_RUNS if name not in recorded]
     later_s = budget["later"]["train_s"]  # a second command of the lease: the runs that fit it, not the first
     chosen = gpu_plan.lease_plan(params, names, tokens, budget_s, known, mode=args.mode, later_s=later_s)
+    # the runs the lease's launch --measure-steps probes beside its first wave (paper_runs/README.md, step 4)
+    probes = gpu_plan.probe_plan(chosen["rows"], chosen["selected"], kit=kit, steps=args.measure_steps,
+                                 budget_s=budget_s, overhead=chosen["overhead"]) if args.measure_steps else {}
     text = _plan_text(params, tokens, budget, budget_s, known, chosen, recorded=recorded, lease="the next lease",
-                      later_s=later_s)
+                      later_s=later_s, probes=probes, measure_steps=args.measure_steps)
     print(text)
     print(f"(training tokens from {source}; rates of {len(leases)} lease(s) in {args.rates_dir or kit['rates_dir']})")
     if args.write:  # the plan committed beside the records (paper_runs/README.md, step 6)
@@ -247,7 +252,8 @@ def speech2vec(args: argparse.Namespace) -> int:
 
 def launch(args: argparse.Namespace) -> int:
     """Unpack the kit, check the machine and start the runs without a record that end their schedules in this lease;
-    with ``--measure-steps``, measure them and start those that then fit; with ``--out``, wait and collect."""
+    with ``--measure-steps``, probe the waiting runs whose rates are assumed (:func:`paper_runs.plan.probe_plan`),
+    measure them all and start those that then fit; with ``--out``, wait and collect."""
     # the command's allowances (its training deadline, its collect) count from the command's start: checks run
     # before launch in the same command (the CUDA tests) come out of its training, not out of its collect
     began = time.time() if args.began is None else min(float(args.began), time.time())
@@ -299,64 +305,113 @@ def launch(args: argparse.Namespace) -> int:
     env = gpu_runs.child_environment(threads=threads, site_dir=site, git_commit=(facts.get("git") or {}).get("commit"))
 
     launched: set[str] = set()
+    probed: dict[str, float] = {}  # run: its slot (s), started only to measure its first steps (no record)
+    exit_wait_s = float(kit["probe"]["exit_wait_s"])
 
-    def start(wave: int, known_now: dict, running: list[dict]) -> list[str]:
+    def spawn(row: dict, wave: int, slot_s: float | None = None) -> tuple[int, int]:
+        """Start ``row``'s run (a probe with ``slot_s``: ``run --slot-s``, the same command otherwise); (pid, its
+        seconds to the training deadline)."""
+        name, stop_after = row["name"], int(state["deadline"] - time.time())
+        command = [sys.executable, "-m", "paper_runs", "--params", args.params, "--records", str(records_dir),
+                   "run", name, "--runs", args.runs, *(["--slot-s", f"{slot_s:g}"] if slot_s is not None else []),
+                   "--stop-after-s", str(stop_after), *(["--kit-info", str(kit_info)] if kit_info.is_file() else []),
+                   *_sets([f"threads={threads}", *args.set]), *(["--device", args.device] if args.device else [])]
+        process = gpu_runs.spawn(command, logs / f"{name}.log", env)
+        probe = {"probe": True, "slot_s": slot_s} if slot_s is not None else {}
+        state["runs"][name] = {"pid": process.pid, "marker": ["paper_runs", "run", name], "started": time.time(),
+                               "log": str(logs / f"{name}.log"), **probe}
+        state["plan"]["runs"][name] = {"experiment": row["experiment"], "tokens": row["tokens"],
+                                       "mode": row["requested"], "wave": wave,
+                                       **({"eager_only": True} if row.get("eager_only") else {}),
+                                       **({"probe": True} if probe else {})}
+        return process.pid, stop_after
+
+    def probe_ended(name: str) -> bool:
+        """Whether run ``name``'s probe has checkpointed and exited (its training folder is locked while it runs),
+        waiting for it at most ``exit_wait_s`` past its slot."""
+        entry = state["runs"][name]
+        until = float(entry["started"]) + float(entry["slot_s"]) + exit_wait_s
+        while gpu_runs.pid_alive(int(entry["pid"]), entry["marker"]):
+            if time.time() >= until:
+                return False
+            time.sleep(1.0)
+        return True
+
+    def start(wave: int, known_now: dict, running: list[dict], probe_steps: int | None = None) -> list[str]:
         budget_s, waiting = state["deadline"] - time.time(), [n for n in names if n not in launched]
         if not waiting:
             return []
         chosen = gpu_plan.lease_plan(params, waiting, tokens, budget_s, known_now, settings=args.set, running=running)
+        probes = gpu_plan.probe_plan(chosen["rows"], chosen["selected"], kit=kit, steps=probe_steps,
+                                     budget_s=budget_s, overhead=chosen["overhead"],
+                                     running=running) if probe_steps else {}
         print(_plan_text(params, tokens, budget, budget_s, known_now, chosen, lease=f"wave {wave}",
                          budget_why=f"what is left, now, before the training deadline of command "
                                     f"{state.get('command', 1)} of this lease (from its start: the unpacking's "
                                     "allowance and the training, no later than the lease left less scoring, collect "
-                                    "and margin)"))
-        for row in chosen["rows"]:
-            if row["name"] not in chosen["selected"]:
+                                    "and margin)", probes=probes, measure_steps=probe_steps))
+        rows = {row["name"]: row for row in chosen["rows"]}
+        # a run probed in this command starts again once its probe has exited, after the others
+        for name in sorted(chosen["selected"], key=lambda n: bool((state["runs"].get(n) or {}).get("probe"))):
+            again = bool((state["runs"].get(name) or {}).get("probe"))
+            if again and not probe_ended(name):
+                print(f"{name}: its probe (pid {state['runs'][name]['pid']}) still runs {exit_wait_s:.0f} s after "
+                      "its slot: not started again")
                 continue
-            name, stop_after = row["name"], int(state["deadline"] - time.time())
-            command = [sys.executable, "-m", "paper_runs", "--params", args.params, "--records", str(records_dir),
-                       "run", name, "--runs", args.runs, "--stop-after-s", str(stop_after),
-                       *(["--kit-info", str(kit_info)] if kit_info.is_file() else []),
-                       *_sets([f"threads={threads}", *args.set]), *(["--device", args.device] if args.device else [])]
-            process = gpu_runs.spawn(command, logs / f"{name}.log", env)
+            pid, stop_after = spawn(rows[name], wave)
             launched.add(name)
-            state["runs"][name] = {"pid": process.pid, "marker": ["paper_runs", "run", name], "started": time.time(),
-                                   "log": str(logs / f"{name}.log")}
-            state["plan"]["runs"][name] = {"experiment": row["experiment"], "tokens": row["tokens"],
-                                           "mode": row["requested"], "wave": wave}
-            print(f"{name}: started (pid {process.pid}, {threads} threads, training ends within {stop_after} s)")
+            print(f"{name}: started (pid {pid}, {threads} threads, training ends within {stop_after} s)" +
+                  (", resuming from its probe's checkpoint" if again else ""))
+        for name, slot in probes.items():
+            pid, _ = spawn(rows[name], wave, slot)
+            probed[name] = slot
+            print(f"{name}: probed (pid {pid}, {threads} threads, a slot of {slot:.0f} s): its rate, "
+                  f"{rows[name]['steps_per_s']:.1f} steps/s, is assumed (never measured on a GPU), and at it the run "
+                  f"does not end its schedule in this lease; its first {probe_steps} steps are measured, then it "
+                  "checkpoints and exits without a record")
+        if probes:
+            state["plan"]["probes"] = {**(state["plan"].get("probes") or {}), **probes}
         gpu_runs.save_state(state_file, state)
-        return chosen["selected"]
+        return [name for name in chosen["selected"] if name in launched]
 
     running = [gpu_plan.remaining(row, gpu_runs.log_progress(logs / f"{row['name']}.log").get("step", 0))
                for row in gpu_plan.plan_rows(params, alive, tokens, known=known, settings=args.set)]
-    first = start(1, known, running) if names else []
+    first = start(1, known, running, probe_steps=args.measure_steps) if names else []
     state["plan"].setdefault("first_wave", first)
-    if first:
+    measured = [*first, *probed]  # the probes are measured with the first wave, and only with --measure-steps
+    if measured:
         time.sleep(args.grace_s)  # a run that cannot start at all says so now, not at the first collect
-        for name in first:
+        for name in measured:
             if not gpu_runs.pid_alive(state["runs"][name]["pid"], state["runs"][name]["marker"]):
                 print(f"{name}: FAILED at once; the end of {logs / f'{name}.log'}:\n" +
                       gpu_runs.clean_tail(logs / f"{name}.log", 2000))
-    if first and args.measure_steps:  # the runs' own first steps: the measurement costs no training time
+    if measured and args.measure_steps:  # the runs' own first steps: the measurement costs no training time
         busy: list[float] = []
-        results = gpu_runs.measure_running(first, state, logs, args.measure_steps, float(kit["measure_timeout_s"]),
-                                           utilization=busy)
+        results = gpu_runs.measure_running(measured, state, logs, args.measure_steps,
+                                           float(kit["measure_timeout_s"]), utilization=busy)
         utilization = round(sum(busy) / len(busy), 3) if busy else None
         print(gpu_rates.measure_markdown(results, logs, gpu_runs.gpu_facts().get("gpu"), utilization))
         write_json(state_dir / "measure.json", results)
         rates = {name: (result or {}).get("steps_per_second") for name, result in results.items()}
-        modes = {name: state["plan"]["runs"][name]["mode"] for name in first}
-        rows = gpu_plan.plan_rows(params, first, tokens, known=known, settings=args.set)
+        modes = {name: gpu_rates.measured_mode(state["plan"]["runs"][name]) for name in measured}
+        rows = gpu_plan.plan_rows(params, measured, tokens, known=known, settings=args.set)
         scale = gpu_plan.calibration(rows, rates, utilization)
         state["plan"].update(utilization=utilization, gpu_busy_scale=scale)
         known = gpu_rates.with_measurement(known, rates, modes, scale, "this lease's first steps")
         running += [gpu_plan.remaining(row, (results.get(row["name"]) or {}).get("steps", 0))
                     for row in gpu_plan.plan_rows(params, first, tokens, known=known, settings=args.set)]
         state["plan"]["second_wave"] = start(2, known, running)
+        for name in probed:
+            if name not in state["plan"]["second_wave"]:
+                rate = rates.get(name)
+                print(f"{name}: probed at {f'{rate} steps/s' if rate else 'no rate (see its log)'}; at it the run "
+                      "does not end its schedule in what is left, so it stays checkpointed without a record; this "
+                      "lease's rates carry its rate to the next plan")
     gpu_runs.save_state(state_file, state)
-    print(f"{len(state['runs'])} runs started in command {state.get('command', 1)} of this lease; "
-          "`python -m paper_runs collect --out DIR` waits for them")
+    only_probed = sum(bool(entry.get("probe")) for entry in state["runs"].values())
+    print(f"{len(state['runs'])} runs started in command {state.get('command', 1)} of this lease" +
+          (f" ({only_probed} of them only probed: checkpointed, no record)" if only_probed else "") +
+          "; `python -m paper_runs collect --out DIR` waits for them")
     if args.out is None:
         return 0
     command_s = budget["command_s"] if args.lease_left_s is None else \
@@ -433,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     plan_parser.add_argument("--train-budget-s", type=float, help="override the training the lease holds")
     plan_parser.add_argument("--lease-s", type=float, help="override gpu_kit.lease_s (the training is derived)")
     plan_parser.add_argument("--write", help="also write the plan to this markdown file (metrics/gpu/next_lease.md)")
+    plan_parser.add_argument("--measure-steps", type=int, default=200, help="the lease's launch --measure-steps: "
+                             "which runs it probes, and their slots (default: 200, as paper_runs/README.md; 0: none)")
     pack_parser = commands.add_parser("pack", help="here: every input of the runs into the kit folder")
     option(pack_parser, "--kit", "gpu_kit", "the kit folder (git-ignored; it travels with `carry`)")
     option(pack_parser, "--build-dir", "data/gpu_kit/feature_sets", "where missing feature sets are built")
@@ -455,7 +512,9 @@ def main(argv: list[str] | None = None) -> int:
     option(launch_parser, "--state", "gpu_runs/kit", "the runs' state, logs and records on this machine")
     option(launch_parser, "--runs", "gpu_runs/paper", "parent of each run's checkpoints and model")
     launch_parser.add_argument("--measure-steps", type=int, help="then wait until every run has made this many "
-                               "steps, print their steps/s and GPU memory, and start the runs that then fit")
+                               "steps, print their steps/s and GPU memory, and start the runs that then fit; the "
+                               "waiting runs whose rates are assumed are probed beside the first wave (run --slot-s: "
+                               "measured, checkpointed, no record) and start in the second wave if they then fit")
     launch_parser.add_argument("--out", help="then collect into this folder (e.g. $OUT) before the command's end")
     launch_parser.add_argument("--only", help="comma-separated runs (default: every paper run)")
     launch_parser.add_argument("--device", help="override train.device (cpu: a rehearsal without a GPU)")

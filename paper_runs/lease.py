@@ -1,7 +1,8 @@
 """One lease on the GPU machine, the parts ``launch`` and ``collect`` share with nothing else: the machine made
 ready for the runs (:func:`prepare_machine`: their modules, the GPU, the kit unpacked, every input in place) and
 what comes back (:func:`collect_lease`: the runs waited for, then one tarball of their records, curves, log tails,
-status and the lease's measured rates). Which runs start, and when, is :mod:`paper_runs.plan`'s."""
+status table, :func:`status_markdown`, and the lease's measured rates). Which runs start, and when, is
+:mod:`paper_runs.plan`'s."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def collect_lease(kit: dict[str, Any], state_dir: Path, repo_records: Path, tarb
             break
         time.sleep(max(0.0, min(10.0, end - time.monotonic())))
     gpu = gpu_runs.gpu_facts()
-    table = gpu_runs.status_markdown(statuses, gpu=gpu, deadline=state.get("deadline"))
+    table = status_markdown(statuses, gpu=gpu, deadline=state.get("deadline"))
     records = {name: record_path(state_dir / "records", name) for name in PAPER_RUNS
                if record_path(state_dir / "records", name).is_file()}
     rates = gpu_rates.lease_record(state, _json(state_dir / "measure.json") or {},
@@ -98,3 +99,22 @@ def collect_lease(kit: dict[str, Any], state_dir: Path, repo_records: Path, tarb
     print(table + f"\nwrote {tarball} ({size / 2**20:.2f} MiB, {len(records)} records, the lease's rates)")
     mine = [s for s in statuses if s["name"] in state["runs"]]
     return 3 if any(s["status"] == "running" for s in mine) else 1 if any(s["status"] == "failed" for s in mine) else 0
+
+
+def status_markdown(statuses: list[dict[str, Any]], *, gpu: dict[str, Any], deadline: float | None) -> str:
+    """The status table of :func:`paper_runs.processes.run_status`'s ``statuses``; ``gpu`` is
+    :func:`paper_runs.processes.gpu_facts` (a running run's GPU memory by its pid)."""
+    left = "" if deadline is None else f"; training deadline in {max(0.0, deadline - time.time()) / 60:.1f} min"
+    lines = [f"GPU: {gpu.get('gpu') or 'none seen (nvidia-smi)'}{left}", "",
+             "| run | status | step (of schedule) | steps/s | device | GPU MiB | full schedule |",
+             "|---|---|---|---|---|---|---|"]
+    for s in statuses:
+        step = f"{s['step']:,} (of {s['steps']:,})" if s.get("steps") else "–"
+        full = {True: "yes", False: "**no**"}.get(s.get("full_schedule"), "–")
+        memory = (gpu.get("memory_mib") or {}).get(s.get("pid")) if s["status"] == "running" else None
+        lines.append(f"| {s['name']} | {s['status']} | {step} | {s.get('steps_per_s') or '–'} | "
+                     f"{s.get('device') or '–'} | {'–' if memory is None else f'{memory:.0f}'} | {full} |")
+    counts = {k: sum(s["status"].split(" (")[0] == k for s in statuses)
+              for k in ("done", "running", "probed", "failed", "not started")}
+    lines += ["", ", ".join(f"{n} {k}" for k, n in counts.items() if n)]
+    return "\n".join(lines) + "\n"

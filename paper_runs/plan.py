@@ -18,7 +18,10 @@ rates earlier leases measured (``metrics/gpu/leases``, :mod:`paper_runs.rates`):
   time-slicing (``sum_j min(B_j, B_i)`` times ``time_slice_overhead``), whichever is later, plus its start and its
   dev evaluations;
 * **which runs a lease starts** (:func:`select`): in priority order (:data:`paper_runs.records.PAPER_RUNS`, the
-  Transformers first), each run that ends within the deadline with every run already chosen still ending in it.
+  Transformers first), each run that ends within the deadline with every run already chosen still ending in it;
+* **which runs it probes** (:func:`probe_plan`): with ``launch --measure-steps``, each waiting run the first wave does
+  not start whose rate is assumed trains for a short slot beside it (``run NAME --slot-s S``), so that its rate is
+  measured; it checkpoints without a record, and the second wave starts it again if it then fits.
 """
 
 from __future__ import annotations
@@ -161,6 +164,7 @@ def plan_rows(params: dict[str, Any], names: Sequence[str], num_tokens: int, *, 
         rows.append({"name": name, "experiment": experiment, "batch": f"{train['batch_size']} x {train['seq_len']}",
                      "steps": steps, "requested": wanted, "mode": planned, "note": note, "rates": rates,
                      "steps_per_s": rate, "own_s": own_s, "busy_s": steps * gpu_s if gpu_s else own_s,
+                     "eager_only": bool(refusal),
                      "gpu_step_s": None if gpu_s is None else gpu_s / scale, "tokens": tokens,
                      "evaluations": evaluations, "eval_each_s": eval_s, "eval_from": eval_from,
                      "eval_s": evaluations * eval_s, "extra_s": float(kit["run_start_s"]) + evaluations * eval_s})
@@ -191,6 +195,34 @@ def remaining(row: dict[str, Any], step: int) -> dict[str, Any]:
     """``row`` of a run that has made ``step`` steps: what is left of its own and GPU-busy seconds and evaluations."""
     left = max(0.0, 1 - step / row["steps"]) if row["steps"] else 0.0
     return {**row, "own_s": row["own_s"] * left, "busy_s": row["busy_s"] * left, "extra_s": row["eval_s"] * left}
+
+
+def probe_plan(rows: Sequence[dict[str, Any]], selected: Sequence[str], *, kit: dict[str, Any], steps: int,
+               budget_s: float, overhead: float, running: Sequence[dict[str, Any]] = ()) -> dict[str, float]:
+    """``{run: slot seconds}``: the runs of ``rows`` that ``launch --measure-steps steps`` probes beside the runs
+    ``selected`` (its first wave), in their order: each not selected whose planned rate is *assumed* (never measured
+    on a GPU, not derived). A probe trains ``slot`` seconds (``run NAME --slot-s``: its start and
+    ``gpu_kit.probe.slot_factor`` x the time ``steps`` steps take at its assumed rate, at most ``max_slot_s``),
+    enough for the measurement of its first ``steps`` steps, then checkpoints without a record. A probe is left out
+    when its slot would reach the deadline (``budget_s``: it would stop for good and write a partial record) or when
+    its slot's share of the GPU would make a run ``selected`` or ``running`` end past the deadline."""
+    probe, start_s = kit["probe"], float(kit["run_start_s"])
+    beside = [*running, *(row for row in rows if row["name"] in selected)]
+    slots: dict[str, float] = {}
+    for row in rows:
+        if row["name"] in selected or row["rates"][row["mode"]][1] != "assumed" or not row["steps_per_s"]:
+            continue
+        slot = round(min(float(probe["max_slot_s"]),
+                         start_s + float(probe["slot_factor"]) * steps / row["steps_per_s"]), 1)
+        if slot >= budget_s:
+            continue
+        # the share of its schedule the slot trains at its rate: that share of its own and GPU-busy seconds
+        share = min(1.0, max(0.0, slot - start_s) * row["steps_per_s"] / row["steps"]) if row["steps"] else 0.0
+        probed = {**row, "own_s": row["own_s"] * share, "busy_s": row["busy_s"] * share, "extra_s": start_s}
+        if all(end <= budget_s for name, end in project([*beside, probed], overhead).items() if name != row["name"]):
+            slots[row["name"]] = slot
+            beside.append(probed)
+    return slots
 
 
 def calibration(rows: Sequence[dict[str, Any]], measured: dict[str, float], utilization: float | None) -> float | None:
@@ -224,7 +256,8 @@ def _seconds(value: float) -> str:
 def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_s: float, selected: Sequence[str],
                   overhead: float, num_tokens: int, recorded: Sequence[str] = (), known: dict[str, Any] | None = None,
                   lease: str = "this lease", budget_why: str = "`--train-budget-s`", later: Sequence[str] | None = None,
-                  later_s: float | None = None) -> str:
+                  later_s: float | None = None, probes: dict[str, float] | None = None,
+                  measure_steps: int | None = None) -> str:
     """The plan: each run's rates (graph and eager, measured or assumed), GPU-busy seconds, when it would end beside
     the runs ``selected``, their sum beside the lease, and which runs ``lease`` starts.
 
@@ -232,7 +265,8 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_
     (``budget_s``: what a launch's wave has left before its deadline, or ``--train-budget-s``), it says so beside
     it, with ``budget_why``, so that the two figures never read as one. With ``later_s`` (a second command's
     training, ``budget["later"]``), it gives that command too and marks the runs ``later`` starts in it
-    ("starts (2nd command)"), their ends counted from that command's start."""
+    ("starts (2nd command)"), their ends counted from that command's start. With ``probes`` (:func:`probe_plan` of
+    ``launch --measure-steps measure_steps``), one line names the runs probed and their slots."""
     allowance = budget["allowance"]
     lines = [f"Lease {budget['lease_s'] / 60:.0f} min of device time: machine start {allowance['machine_start']:.0f} s, "
              f"unpacking {allowance['unpack']:.0f} s, **training {budget['train_s']:.0f} s**, scoring "
@@ -287,6 +321,12 @@ def plan_markdown(rows: list[dict[str, Any]], *, budget: dict[str, Any], budget_
                      "started only when it ends its schedule within its command's training deadline at these rates "
                      f"(no partial records); {'the others wait' if waiting else 'none waits'} for the lease after"
                      + (f" ({', '.join(waiting)})" if waiting else "") + ", planned with the rates this one measures.")
+    if probes:
+        lines.append(f"`launch --measure-steps {measure_steps or 'N'}` probes "
+                     + ", ".join(f"{name} ({slot:.0f} s)" for name, slot in probes.items())
+                     + ": their rates are assumed, never measured, and at them they do not start. Each trains beside "
+                     "the first wave for its slot (`run NAME --slot-s S`), is measured, checkpoints and writes no "
+                     "record; the second wave starts it again, from its checkpoint, if it then ends its schedule.")
     lines += ["",
               "How the runs share the GPU: one process per run (a failure stays its own; each run's graph capture, "
               "data and memory are its own). Their kernels do not overlap, so the GPU is time-sliced and their "

@@ -7,9 +7,10 @@ that started it, and be looked at by later commands, which bring back one small 
   unbuilt is built by :func:`build_feature_set` from its sources; a missing source is named with its command);
 * :func:`spawn` -- a run as its own process session (``setsid``: it outlives the command), output to its log;
   :func:`pid_alive` -- whether it still runs (a zombie or another program under a reused id does not);
-* :func:`run_status` -- done (a record), running, failed (dead without a record) or not started, with the step it
-  reached from its log (tqdm's ``N/M [..., R step/s]``); :func:`measure_running` -- the started runs' steps/s
-  over their own first steps (the measurement costs no training time);
+* :func:`run_status` -- done (a record), running, failed (dead without a record), probed (a probe that checkpointed
+  at the end of its slot, without a record) or not started, with the step it reached from its log (tqdm's ``N/M
+  [..., R step/s]``); :func:`measure_running` -- the started runs' steps/s over their own first steps (the
+  measurement costs no training time);
 * :func:`write_tarball` -- the records, learning curves, log tails and the status table in one ``.tar.gz`` within
   its size limit; :func:`import_tarball` puts its records into ``metrics/paper`` here, never over a complete one.
 
@@ -43,6 +44,7 @@ STATUS_ARCNAME = "gpu_kit_status"
 RUN_MODULES = ("torch", "transformers", "tokenizers", "safetensors", "numpy", "yaml", "tqdm", "matplotlib")
 _PROGRESS = re.compile(r"train:[^\r\n]*?(\d+)/(\d+) \[[^\]]*?([\d.]+)(step/s|s/step)")
 _PROGRESS_NO_RATE = re.compile(r"train:[^\r\n]*?(\d+)/(\d+) \[")
+_PAUSED = re.compile(r'"paused_at_step": (\d+)')  # pipeline.train's line when a call pauses (run --slot-s)
 
 
 class RunsError(ValueError):
@@ -211,7 +213,8 @@ def runs_to_start(names: Sequence[str], state: dict[str, Any],
                   records_dirs: Sequence[Path]) -> tuple[list[str], dict[str, str]]:
     """(runs that may start, {run skipped: why}): a run with a record in the first of ``records_dirs`` (this
     machine's: it ran in this lease) or a complete one (``full_schedule``) in the others (the repository's) is done;
-    a run whose process still runs is left alone; every other may start (again: a partial record never blocks)."""
+    a run whose process still runs (a probe too) is left alone; every other may start (again: a partial record never
+    blocks, and a probe that checkpointed at the end of its slot resumes there)."""
     start, skipped = [], {}
     for name in names:
         entry = (state.get("runs") or {}).get(name)
@@ -329,9 +332,18 @@ def clean_tail(path: Path, size: int) -> str:
     return "\n".join(line.rsplit("\r", 1)[-1] for line in _tail(path, size).split("\n"))
 
 
+def paused_at(log: Path) -> int | None:
+    """The step at which a run's last call paused and checkpointed (``run --slot-s``), from its log (after the last
+    command :func:`spawn` wrote there); None if it did not."""
+    found = _PAUSED.findall(_tail(log, 1 << 16).rsplit("\n$ ", 1)[-1]) if log.is_file() else []
+    return int(found[-1]) if found else None
+
+
 def run_status(name: str, records_dirs: Sequence[Path], state: dict[str, Any], logs_dir: Path) -> dict[str, Any]:
     """``{"name", "status", "step", "steps", "steps_per_s", "device", "full_schedule"}`` of a run on the machine:
-    done where one of ``records_dirs`` (the machine's, the repository's) holds its record."""
+    done where one of ``records_dirs`` (the machine's, the repository's) holds its record; a probe (``"probe"`` in its
+    state entry: started for its first steps only) that ended at its slot is ``probed (checkpointed at step S)``,
+    not failed."""
     entry = (state.get("runs") or {}).get(name)
     status: dict[str, Any] = {"name": name, "status": "not started"}
     for records_dir in records_dirs:
@@ -342,8 +354,10 @@ def run_status(name: str, records_dirs: Sequence[Path], state: dict[str, Any], l
                     "full_schedule": info.get("full_schedule"), "record": str(record_path(records_dir, name))}
     if entry is not None:
         alive = pid_alive(int(entry["pid"]), entry["marker"])
-        status.update(log_progress(logs_dir / f"{name}.log"), status="running" if alive else "failed",
-                      pid=int(entry["pid"]))
+        paused = None if alive or not entry.get("probe") else paused_at(logs_dir / f"{name}.log")
+        status.update(log_progress(logs_dir / f"{name}.log"), pid=int(entry["pid"]),
+                      status="running" if alive else "failed" if paused is None else
+                      f"probed (checkpointed at step {paused})")
     return status
 
 
@@ -370,23 +384,6 @@ def gpu_utilization() -> float | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return float(out[0]) / 100 if out and out[0].replace(".", "", 1).isdigit() else None
-
-
-def status_markdown(statuses: list[dict[str, Any]], *, gpu: dict[str, Any], deadline: float | None) -> str:
-    """The status table; ``gpu`` is :func:`gpu_facts` (a running run's GPU memory by its pid)."""
-    left = "" if deadline is None else f"; training deadline in {max(0.0, deadline - time.time()) / 60:.1f} min"
-    lines = [f"GPU: {gpu.get('gpu') or 'none seen (nvidia-smi)'}{left}", "",
-             "| run | status | step (of schedule) | steps/s | device | GPU MiB | full schedule |",
-             "|---|---|---|---|---|---|---|"]
-    for s in statuses:
-        step = f"{s['step']:,} (of {s['steps']:,})" if s.get("steps") else "–"
-        full = {True: "yes", False: "**no**"}.get(s.get("full_schedule"), "–")
-        memory = (gpu.get("memory_mib") or {}).get(s.get("pid")) if s["status"] == "running" else None
-        lines.append(f"| {s['name']} | {s['status']} | {step} | {s.get('steps_per_s') or '–'} | "
-                     f"{s.get('device') or '–'} | {'–' if memory is None else f'{memory:.0f}'} | {full} |")
-    counts = {k: sum(s["status"] == k for s in statuses) for k in ("done", "running", "failed", "not started")}
-    lines += ["", ", ".join(f"{n} {k}" for k, n in counts.items() if n)]
-    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------------- the tarball

@@ -30,12 +30,22 @@ def lease_id(started: float, gpu: str | None) -> str:
     return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}_{slug}"
 
 
+def measured_mode(facts: dict[str, Any]) -> str | None:
+    """The step mode a started run trains in, as far as launch knows it (``facts``: its entry in the state's
+    ``plan.runs``): eager for a run that reads words (``eager_only``, whatever its settings ask), else the mode its
+    settings ask for (its record says which ran)."""
+    return "eager" if facts.get("eager_only") else facts.get("mode")
+
+
 def lease_record(state: dict[str, Any], measurement: dict[str, Any], records: dict[str, dict[str, Any]], *,
                  gpu: str | None, software: dict[str, Any], git: dict[str, Any] | None) -> dict[str, Any]:
     """The rates of the lease's command that ``state`` (launch's ``state.json``) describes: per run started, its
-    requested and actual step mode, the rate measured over its first steps and the rate of its whole training; the
-    command's number in its lease and when the lease's first command began (``lease_started``)."""
+    requested and actual step mode, the rate measured over its first steps and the rate of its whole training
+    (``probe``: a run started only for its first steps, with its slot and whether the second wave started it again);
+    the command's number in its lease and when the lease's first command began (``lease_started``)."""
     plan = state.get("plan") or {}
+    probes = plan.get("probes") or {}
+    beside = len(plan.get("first_wave") or []) + len(probes) - 1  # the first wave and the probes, measured together
     runs = {}
     for name, started in sorted((state.get("runs") or {}).items()):
         facts = (plan.get("runs") or {}).get(name) or {}
@@ -46,7 +56,9 @@ def lease_record(state: dict[str, Any], measurement: dict[str, Any], records: di
         if isinstance(measured, dict) and measured.get("steps_per_second"):
             entry["first_steps"] = {"steps_per_s": measured["steps_per_second"], "steps": measured["steps"],
                                     "partial": measured.get("partial"), "gpu_memory_mib": measured.get("gpu_memory_mib"),
-                                    "runs_beside": len(plan.get("first_wave") or []) - 1}
+                                    "runs_beside": beside}
+        if name in probes:
+            entry["probe"] = {"slot_s": probes[name], "started_again": not started.get("probe")}
         record = (records.get(name) or {}).get("run")
         if record:
             entry["whole_run"] = {key: record.get(key) for key in ("steps_per_s", "steps_completed", "steps_scheduled",
@@ -56,8 +68,8 @@ def lease_record(state: dict[str, Any], measurement: dict[str, Any], records: di
                 evaluations = int(record["steps_completed"]) // int(train["eval_every_steps"]) + int(train["epochs"])
                 entry["whole_run"]["eval_s_each"] = round(float(record["eval_s"]) / max(1, evaluations), 2)
         mode = (record or {}).get("step_mode")
-        entry["mode"] = mode or facts.get("mode")
-        entry["mode_from"] = "record" if mode else "requested"
+        entry["mode"] = mode or measured_mode(facts)
+        entry["mode_from"] = "record" if mode else "eager only" if facts.get("eager_only") else "requested"
         entry["mode_reason"] = (record or {}).get("step_mode_reason")
         runs[name] = entry
     lease_started = float(state.get("lease_started", state["started"]))
@@ -67,7 +79,8 @@ def lease_record(state: dict[str, Any], measurement: dict[str, Any], records: di
             "lease_started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease_started)),
             "train_s": round(float(state["deadline"]) - float(state["started"]), 1),
             "gpu_utilization": plan.get("utilization"), "gpu_busy_scale": plan.get("gpu_busy_scale"),
-            "first_wave": plan.get("first_wave"), "second_wave": plan.get("second_wave"), "runs": runs}
+            "first_wave": plan.get("first_wave"), "second_wave": plan.get("second_wave"),
+            **({"probes": sorted(probes)} if probes else {}), "runs": runs}
 
 
 def file_lease(record: dict[str, Any], folder: str | Path) -> Path:

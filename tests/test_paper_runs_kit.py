@@ -18,7 +18,7 @@ import yaml
 
 from embeddings.cache import build_feature_cache
 from paper_runs import __main__ as paper
-from paper_runs import plan as gpu_plan, processes as gpu_runs
+from paper_runs import plan as gpu_plan, processes as gpu_runs, rates as gpu_rates
 from paper_runs.kit import ENCODER_PACKAGE, KIT_FILE, KitError, read_index, unpack_kit
 from paper_runs.records import PAPER_RUNS
 from tests.fixture_checkpoints import make_checkpoint
@@ -39,6 +39,7 @@ TINY_MODELS = {
 GPU_KIT = {"pack_limit_mib": 56, "travel_limit_mib": 64, "tarball_limit_mib": 16, "lease_s": 7200, "command_s": 3600,
            "allowance_s": {"machine_start": 60, "unpack": 60, "scoring": 60, "collect": 20, "margin": 60},
            "run_start_s": 5, "collect_wait_s": 60, "measure_timeout_s": 300,
+           "probe": {"slot_factor": 1.5, "max_slot_s": 90, "exit_wait_s": 60},
            "dev_eval": {"kernel_us": 40, "tflops": 100, "assumed_s": {"default": 1.0}, "measured": {}, "counted": {}},
            "log_tail_kib": 8, "rates_dir": "metrics/gpu/leases", "assumed_steps_per_s": {"default": 5.0, "transformer": 2.0},
            "graph": {"kernel_us": 4.0, "tflops": 100, "recurrent_step_us": 15, "time_slice_overhead": 1.15,
@@ -284,28 +285,35 @@ def test_a_second_launch_starts_only_the_runs_without_a_record_or_a_process(tmp_
 NO_ALLOWANCE = {"machine_start": 0, "unpack": 0, "scoring": 0, "collect": 0, "margin": 0}
 
 
-def launch_here(inputs, tmp_path, monkeypatch, *options: str, allowance: dict | None = None) -> tuple[list[str], dict]:
-    """launch (on the CPU, nothing spawned) over a tiny kit whose transformer_learned has a complete record and
-    transformer_word a partial one: (the runs started, in order; the state it saved). ``allowance``: the lease's
-    ``gpu_kit.allowance_s`` (default: none)."""
+def prepare_launch(inputs, tmp_path, monkeypatch, allowance: dict | None = None, **gpu_kit) -> None:
+    """A tiny kit in ``tmp_path`` (the working folder now; no machine to prepare) whose transformer_learned has a
+    complete record and transformer_word a partial one; ``allowance``: the lease's ``gpu_kit.allowance_s`` (default:
+    none); ``gpu_kit``: other settings of it."""
     from paper_runs import lease as gpu_lease
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     params = tiny_params(tmp_path, inputs / "v.txt", inputs / "s.txt", command_s=300,
-                         allowance_s=allowance or NO_ALLOWANCE)
+                         allowance_s=allowance or NO_ALLOWANCE, **gpu_kit)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "data/features").mkdir(parents=True)
     (tmp_path / "data/features/manifest.json").write_text(json.dumps({"splits": {"train": {"tokens": 20_000}}}))
     records = tmp_path / "metrics/paper"
     write_records(records, {"transformer_learned": record_of("transformer_learned"),
                             "transformer_word": record_of("transformer_word", full=False)})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(gpu_lease, "prepare_machine", lambda *args, **kwargs: {})
+
+
+def launch_here(inputs, tmp_path, monkeypatch, *options: str, allowance: dict | None = None) -> tuple[list[str], dict]:
+    """launch (on the CPU, nothing spawned) over a tiny kit whose transformer_learned has a complete record and
+    transformer_word a partial one: (the runs started, in order; the state it saved). ``allowance``: the lease's
+    ``gpu_kit.allowance_s`` (default: none)."""
+    prepare_launch(inputs, tmp_path, monkeypatch, allowance)
     started = []
 
     class Process:
         pid = 4242
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(gpu_lease, "prepare_machine", lambda *args, **kwargs: {})
     monkeypatch.setattr(gpu_runs, "spawn", lambda command, log, env: started.append(command[command.index("run") + 1])
                         or Process())
     monkeypatch.setattr(gpu_runs, "pid_alive", lambda pid, marker: True)
@@ -437,6 +445,147 @@ def test_the_lease_left_caps_a_command_s_training_less_scoring_collect_and_margi
     assert gpu_plan.command_training_s(budget, lease_left_s=1000) == 275
     assert gpu_plan.command_training_s(budget, lease_left_s=30) == 0  # nothing is left: no training
     assert gpu_plan.command_training_s(budget, later=True) == 10 + 265  # a later command: the one command's
+
+
+#: FF2/FFA as in params: they read words, so they train eagerly whatever their settings ask (gpu_kit.graph)
+EAGER_ONLY = {"kernels": 1000, "mflop_per_token": 100, "eager_only": "reads words"}
+PROBING_KIT = {"assumed_steps_per_s": {"default": 5.0, "transformer": 2.0, "ffa": 0.8},
+               "graph": {**GPU_KIT["graph"], "experiments": {**GPU_KIT["graph"]["experiments"], "ff2": EAGER_ONLY,
+                                                             "ffa": EAGER_ONLY}}}
+#: graph mode asked for every run, 100 s of training: transformer_word (graph, derived) and ff2 (eager, assumed 5
+#: steps/s) end their schedules in it; transformer_word_literal's derived graph rate does not (its evaluations), and
+#: ffa's assumed 0.8 steps/s does not
+PROBING = ("--only", "transformer_word,transformer_word_literal,ff2,ffa", "--set", "compile=graph",
+           "--train-budget-s", "100")
+
+
+def launch_probing(inputs, tmp_path, monkeypatch, measured: dict[str, float], *options: str) -> tuple[list, dict]:
+    """launch over :func:`prepare_launch`'s tiny kit with ``options``, nothing spawned: each command kept whole; a
+    probe (``--slot-s``) writes into its log what a paused ``run`` prints (checkpointed at step 14) and ends once
+    the runs are measured; the measurement gives the runs ``measured`` steps/s (else 100). (The commands, in order;
+    the state saved.)"""
+    prepare_launch(inputs, tmp_path, monkeypatch, **PROBING_KIT)
+    commands, probes, ended = [], set(), []
+
+    def spawn(command, log, env):
+        commands.append(list(command))
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a") as handle:  # as gpu_runs.spawn writes it, and what the command then prints
+            handle.write(f"$ {' '.join(command)}\n")
+            if "--slot-s" in command:
+                name = command[command.index("run") + 1]
+                handle.write(f'train:  17%|  | 14/84 [00:03<00:10, 4.1step/s]\r{{"experiment": "{name}", "paused_at_'
+                             f'step": 14, "resume": "run the same command again"}}\n{name}: paused; run the same '
+                             'command again to go on\n')
+                probes.add(5000 + len(commands))
+        return type("Process", (), {"pid": 5000 + len(commands)})()
+
+    def measure(names, state, logs, steps, timeout_s, utilization=None):
+        ended.append(list(names))  # the probes checkpoint and exit at the end of their slots, just after
+        return {name: {"name": name, "steps": steps + 1, "steps_per_second": measured.get(name, 100.0),
+                       "gpu_memory_mib": None, "partial": False} for name in names}
+
+    monkeypatch.setattr(gpu_runs, "spawn", spawn)
+    monkeypatch.setattr(gpu_runs, "measure_running", measure)
+    monkeypatch.setattr(gpu_runs, "pid_alive", lambda pid, marker: not (ended and pid in probes))
+    assert paper.main(["--params", "params.yaml", "launch", "--grace-s", "0", "--device", "cpu", *options]) == 0
+    state = json.loads((tmp_path / "gpu_runs/kit/state.json").read_text())
+    assert not ended or ended[0] == [*state["plan"]["first_wave"], *(state["plan"].get("probes") or {})]
+    return commands, state
+
+
+def started(commands: list) -> list[tuple[str, str | None]]:
+    """(run, its --slot-s or None) of each command, in order."""
+    return [(c[c.index("run") + 1], c[c.index("--slot-s") + 1] if "--slot-s" in c else None) for c in commands]
+
+
+def test_launch_probes_only_waiting_runs_with_assumed_rates_and_starts_one_that_then_fits(inputs, tmp_path,
+                                                                                          monkeypatch, capsys):
+    """With --measure-steps, a run the first wave does not start whose rate is assumed (never measured, not derived)
+    is started as a probe beside it: the same command with --slot-s (its start + 1.5 x the steps measured at its
+    assumed rate: 5 + 1.5 x 8 / 0.8 = 20 s). Its measured rate enters the second wave's plan; at 10 steps/s it ends
+    its schedule, so the second wave starts it again without --slot-s (it resumes from the probe's checkpoint, the
+    same --runs folder). A run whose rate is derived is never probed."""
+    commands, state = launch_probing(inputs, tmp_path, monkeypatch, {"ffa": 10.0}, *PROBING, "--measure-steps", "8")
+    out = capsys.readouterr().out
+    assert started(commands) == [("transformer_word", None), ("ff2", None), ("ffa", "20"), ("ffa", None)]
+    assert "transformer_word_literal" not in [name for name, _ in started(commands)]  # derived: waits, unprobed
+    assert state["plan"]["first_wave"] == ["transformer_word", "ff2"] and state["plan"]["second_wave"] == ["ffa"]
+    assert state["plan"]["probes"] == {"ffa": 20.0}
+    probe, again = (c for c in commands if c[c.index("run") + 1] == "ffa")
+
+    def without_budget(command: list) -> list:
+        return [part for i, part in enumerate(command)
+                if part not in ("--slot-s", "--stop-after-s") and command[i - 1] not in ("--slot-s", "--stop-after-s")]
+    assert without_budget(probe) == without_budget(again) and "--stop-after-s" in probe  # the same run, same folder
+    assert again[again.index("--runs") + 1] == "gpu_runs/paper"
+    assert "ffa: probed (pid" in out and "its rate, 0.8 steps/s, is assumed (never measured on a GPU)" in out
+    assert "`launch --measure-steps 8` probes ffa (20 s)" in out
+    assert "ffa: started (pid" in out and "resuming from its probe's checkpoint" in out
+    # the second wave planned ffa at its measured rate, in the mode it trains in (eager: it reads words)
+    assert "| ffa | 8 x 30 | 84 | eager (eager only: reads words) | 10.0 (measured, this lease's first steps) |" in out
+    assert state["runs"]["ffa"].get("probe") is None and state["plan"]["runs"]["ffa"]["wave"] == 2
+    record = gpu_rates.lease_record(state, json.loads((tmp_path / "gpu_runs/kit/measure.json").read_text()), {},
+                                    gpu="NVIDIA H200", software={}, git=None)
+    assert record["runs"]["ffa"]["probe"] == {"slot_s": 20.0, "started_again": True}
+    assert record["runs"]["ffa"]["first_steps"]["runs_beside"] == 2  # the first wave's two beside it
+    # without --measure-steps nothing is probed
+    commands, state = launch_probing(inputs, tmp_path / "plain", monkeypatch, {}, *PROBING)
+    assert started(commands) == [("transformer_word", None), ("ff2", None)] and "probes" not in state["plan"]
+
+
+def test_a_probe_that_does_not_fit_stays_checkpointed_says_so_and_its_rate_plans_the_next_lease(inputs, tmp_path,
+                                                                                                 monkeypatch, capsys):
+    """At 1 step/s ffa still does not end its schedule: the second wave leaves it. Its status is probed (the step
+    it checkpointed at), not failed; the lease's rates carry its first steps' rate, marked as a probe's, in the mode
+    it trained (eager), so that the next plan takes it as measured; a probe still running counts as a run."""
+    from paper_runs import lease as gpu_lease
+
+    commands, state = launch_probing(inputs, tmp_path, monkeypatch, {"ffa": 1.0}, *PROBING, "--measure-steps", "8")
+    out = capsys.readouterr().out
+    assert started(commands) == [("transformer_word", None), ("ff2", None), ("ffa", "20")]
+    assert state["plan"]["second_wave"] == [] and state["runs"]["ffa"]["probe"] is True
+    assert "ffa: probed at 1.0 steps/s; at it the run does not end its schedule in what is left" in out
+    assert "3 runs started in command 1 of this lease (1 of them only probed: checkpointed, no record)" in out
+    state_dir = tmp_path / "gpu_runs/kit"
+    status = gpu_runs.run_status("ffa", [state_dir / "records"], state, state_dir / "logs")
+    assert status["status"] == "probed (checkpointed at step 14)"
+    monkeypatch.setattr(gpu_runs, "pid_alive", lambda pid, marker: False)
+    (state_dir / "logs/ff2.log").write_text("train:  17%|  | 14/84 [00:03<00:10, 4.1step/s]\n")
+    assert gpu_runs.run_status("ff2", [state_dir / "records"], state, state_dir / "logs")["status"] == "failed"
+    crashed = tmp_path / "crashed"  # a probe that died after the last command written to its log, without pausing
+    crashed.mkdir()
+    (crashed / "ffa.log").write_text((state_dir / "logs/ffa.log").read_text() + "$ python -m paper_runs run ffa "
+                                     "--slot-s 20\nTraceback (most recent call last):\n")
+    assert gpu_runs.run_status("ffa", [state_dir / "records"], state, crashed)["status"] == "failed"
+    # alive, a probe is a run like the others: launch leaves it alone and the collect waits for it
+    monkeypatch.setattr(gpu_runs, "pid_alive", lambda pid, marker: True)
+    assert gpu_runs.run_status("ffa", [state_dir / "records"], state, state_dir / "logs")["status"] == "running"
+    assert "ffa" in gpu_runs.alive_runs(state)
+    assert gpu_runs.runs_to_start(["ffa"], state, [state_dir / "records"])[1] == {
+        "ffa": f"still running (pid {state['runs']['ffa']['pid']})"}
+    monkeypatch.setattr(gpu_runs, "pid_alive", lambda pid, marker: False)
+    assert gpu_runs.runs_to_start(["ffa"], state, [state_dir / "records"])[0] == ["ffa"]  # ended: may start again
+    # the lease's rates: the probe's rate, marked, in the mode it trained; the next plan takes it as measured
+    assert gpu_lease.collect_lease(GPU_KIT, state_dir, tmp_path / "metrics/paper", tmp_path / "out/r.tar.gz", 0) == 1
+    import tarfile
+
+    with tarfile.open(tmp_path / "out/r.tar.gz") as archive:
+        rates = json.loads(archive.extractfile("gpu_kit_status/rates.json").read())
+        table = archive.extractfile("gpu_kit_status/status.md").read().decode()
+    assert "| ffa | probed (checkpointed at step 14) |" in table and "1 probed" in table
+    ffa = rates["runs"]["ffa"]
+    assert ffa["probe"] == {"slot_s": 20.0, "started_again": False} and rates["probes"] == ["ffa"]
+    assert ffa["first_steps"]["steps_per_s"] == 1.0 and (ffa["mode"], ffa["mode_from"]) == ("eager", "eager only")
+    assert ffa["requested_mode"] == "graph" and "whole_run" not in ffa
+    known = gpu_rates.known_rates([{**rates, "device": "NVIDIA H200"}])
+    assert known["rates"][("ffa", "eager")]["steps_per_s"] == 1.0
+    from experiments.params import load_params
+
+    rows = gpu_plan.plan_rows(load_params(tmp_path / "params.yaml", profile="paper"), ["ffa"], 20_000, known=known,
+                              settings=["compile=graph"])
+    assert rows[0]["steps_per_s"] == 1.0 and rows[0]["rates"]["eager"][1].startswith("measured")
+    assert gpu_plan.probe_plan(rows, [], kit=GPU_KIT, steps=8, budget_s=100, overhead=1.15) == {}  # measured now
 
 
 def test_two_commands_of_a_lease_a_minute_apart_file_two_rates_files(tmp_path, monkeypatch):
