@@ -7,7 +7,7 @@
 What travels and nothing else -- the tracked and untracked-not-ignored files (``git ls-files``) and the kit folder
 -- is copied into an empty folder with no ``../shared`` beside it; there, without network (``unshare -n`` where
 allowed), the lease's one command ``python -m paper_runs launch --measure-steps N --device cpu --out OUT`` starts
-every paper run on tiny schedules (``--set`` train settings, default ``max_steps=3 dev_eval_tokens=2000`` and
+every paper run (the copy leaves out the records and lease rates committed in ``metrics/``) on tiny schedules (``--set`` train settings, default ``max_steps=3 dev_eval_tokens=2000`` and
 ``compile=graph`` where the trainer knows it: graph mode requested, which a machine without CUDA refuses), ``collect``
 is called while runs still go, and the rehearsal checks what comes back: one tarball within its limit holding a
 well-formed record of every run (a run that asked for graph mode and recorded its step mode says eager and why),
@@ -114,6 +114,10 @@ def rehearse(*, repo: Path, kit: Path, work: Path, python: str, params: Path | N
     report: dict = {"problems": [], "records": {}, "tarball_bytes": None, "output": []}
     problems, output = report["problems"], report["output"]
     report["travel_bytes"], kit_folder = copy_travelling(repo, kit, tree)
+    # every paper run is rehearsed: the copy starts without the records and lease rates committed here (a lease
+    # skips the recorded runs; a second launch below checks that skip)
+    for folder in (tree / "metrics/paper", tree / "metrics/gpu/leases"):
+        shutil.rmtree(folder, ignore_errors=True)
     if params is not None:
         shutil.copyfile(params, tree / "params.yaml")
     limits = yaml.safe_load((tree / "params.yaml").read_text(encoding="utf-8"))["gpu_kit"]
