@@ -414,8 +414,7 @@ def launch(args: argparse.Namespace) -> int:
           "; `python -m paper_runs collect --out DIR` waits for them")
     if args.out is None:
         return 0
-    command_s = budget["command_s"] if args.lease_left_s is None else \
-        min(budget["command_s"], args.lease_left_s - budget["allowance"]["margin"])
+    command_s = gpu_plan.command_length_s(budget, args.lease_left_s)
     wait_s = began + command_s - budget["allowance"]["collect"] - time.time()
     return _collect(params, state_dir, Path(args.records), Path(args.out), max(0.0, wait_s))
 

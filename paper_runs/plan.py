@@ -52,9 +52,17 @@ def lease_budget(kit: dict[str, Any], lease_s: float | None = None) -> dict[str,
     budget = {"lease_s": lease_s, "command_s": command_s, "train_s": max(0.0, min(by_lease, by_command)),
               "by_lease": by_lease, "by_command": by_command, "allowance": allowance}
     left_s = max(0.0, lease_s - allowance["machine_start"] - command_s)
-    budget["later"] = {"left_s": left_s, "command_s": max(0.0, min(command_s, left_s - allowance["margin"])),
+    budget["later"] = {"left_s": left_s, "command_s": command_length_s(budget, left_s),
                        "train_s": command_training_s(budget, lease_left_s=left_s, later=True)}
     return budget
+
+
+def command_length_s(budget: dict[str, Any], lease_left_s: float | None = None) -> float:
+    """How long a command may run (:func:`lease_budget`'s ``budget``): one command's ``command_s``, and, where the
+    lease left at its start is known, no longer than that less the give-back/idle margin."""
+    if lease_left_s is None:
+        return budget["command_s"]
+    return max(0.0, min(budget["command_s"], float(lease_left_s) - budget["allowance"]["margin"]))
 
 
 def command_training_s(budget: dict[str, Any], *, train_s: float | None = None, lease_left_s: float | None = None,

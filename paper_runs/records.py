@@ -400,9 +400,9 @@ def gaps(records: dict[str, dict[str, Any]], published: dict[str, Any],
     found = []
     for name in sorted(records, key=_run_order):
         record = records[name]
-        reference = published_figures(_reference(name, default_published), published) or {}
         if not complete(record):
             continue
+        reference = published_figures(_reference(name, default_published), published) or {}
         for split in RECORD_SPLITS:
             figure = (reference.get(split) or {}).get("f1")
             ours = 100 * record[split]["OVERALL"]["f1"]
