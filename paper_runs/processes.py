@@ -184,8 +184,25 @@ def spawn(command: Sequence[str], log: Path, env: dict[str, str]) -> subprocess.
     with log.open("ab") as handle:
         handle.write(f"$ {' '.join(command)}\n".encode())
         handle.flush()
-        return subprocess.Popen(list(command), stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True)
+        process = subprocess.Popen(list(command), stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=env, start_new_session=True)
+    _wait_for_arguments(process.pid)
+    return process
+
+
+def _wait_for_arguments(pid: int, wait_s: float = 5.0) -> None:
+    """Wait until ``/proc/pid/cmdline`` shows the new program's arguments. Popen returns once ``execve`` has closed
+    the child's close-on-exec pipe, and Linux does that before it writes the new arguments: for that moment the
+    file is empty, and :func:`pid_alive` would call a run that has just started dead (seen once, in CI)."""
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            if cmdline.read_bytes():
+                return
+        except OSError:
+            return  # no /proc, or the process has already ended
+        time.sleep(0.005)
 
 
 def pid_alive(pid: int, marker: Sequence[str]) -> bool:
