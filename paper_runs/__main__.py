@@ -50,6 +50,7 @@ from pipeline import evaluate as evaluate_stage  # noqa: E402
 from pipeline import train as train_stage  # noqa: E402
 from pipeline.stage import StageRecord, option, read_json, setup_logging, write_json  # noqa: E402
 from paper_runs import lease as gpu_lease, plan as gpu_plan, processes as gpu_runs, rates as gpu_rates  # noqa: E402
+from paper_runs import tarball as gpu_tarball  # noqa: E402
 from paper_runs.kit import KIT_FILE, KitError, KitSources, pack_kit  # noqa: E402
 from paper_runs.records import (  # noqa: E402
     PAPER_RUNS,
@@ -435,7 +436,7 @@ def _collect(params: dict, state_dir: Path, repo_records: Path, out: Path, wait_
 
 def import_records(args: argparse.Namespace) -> int:
     try:
-        done = gpu_runs.import_tarball(args.tarball, args.records, args.status_dir, replace=args.replace)
+        done = gpu_tarball.import_tarball(args.tarball, args.records, args.status_dir, replace=args.replace)
     except gpu_runs.RunsError as error:
         return _error(str(error))
     for key in ("imported", "unchanged", "kept"):

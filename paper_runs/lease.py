@@ -16,7 +16,7 @@ from typing import Any
 from corpus.io import atomic_write_bytes
 from embeddings.sources import file_sha256
 from embeddings.store import MANIFEST
-from paper_runs import processes as gpu_runs, rates as gpu_rates
+from paper_runs import processes as gpu_runs, rates as gpu_rates, tarball as gpu_tarball
 from paper_runs.kit import KIT_FILE, KitError, read_index, unpack_kit
 from paper_runs.records import PAPER_RUNS, record_path, software_versions
 
@@ -91,7 +91,7 @@ def collect_lease(kit: dict[str, Any], state_dir: Path, repo_records: Path, tarb
                                    software=software_versions(), git=(_json(state_dir / "kit_info.json") or {}).get("git"))
     extra = {name: (state_dir / name).read_bytes() for name in ("measure.json", "kit_info.json")
              if (state_dir / name).is_file()}
-    size = gpu_runs.write_tarball(
+    size = gpu_tarball.write_tarball(
         tarball, records=records, logs={n: state_dir / "logs" / f"{n}.log" for n in state["runs"]},
         status_files={"status.md": table.encode(), "status.json": json.dumps(statuses, indent=2).encode(),
                       gpu_rates.RATES_FILE: json.dumps(rates, indent=2).encode(), **extra},

@@ -1,4 +1,4 @@
-"""The paper runs side by side on one borrowed GPU machine: their inputs, processes, status and tarball.
+"""The paper runs side by side on one borrowed GPU machine: their inputs, processes and status.
 
 The machine is lent briefly (paper_runs/README.md): every run must train there at once, outlive the command
 that started it, and be looked at by later commands, which bring back one small file. Here:
@@ -11,8 +11,7 @@ that started it, and be looked at by later commands, which bring back one small 
   at the end of its slot, without a record) or not started, with the step it reached from its log (tqdm's ``N/M
   [..., R step/s]``); :func:`measure_running` -- the started runs' steps/s over their own first steps (the
   measurement costs no training time);
-* :func:`write_tarball` -- the records, learning curves, log tails and the status table in one ``.tar.gz`` within
-  its size limit; :func:`import_tarball` puts its records into ``metrics/paper`` here, never over a complete one.
+* what comes back, one ``.tar.gz``: :mod:`paper_runs.tarball`.
 
 Everything the runs write on the machine stays under ignored folders (``gpu_runs/``, ``data/``): a later command's
 copy of the working tree leaves those alone.
@@ -20,13 +19,11 @@ copy of the working tree leaves those alone.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import subprocess
 import sys
-import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,11 +32,8 @@ from typing import Any, Sequence
 from corpus.io import atomic_write_bytes
 from embeddings.cache import SPLITS, build_feature_cache
 from experiments.params import experiment_config
-from paper_runs.records import PAPER_RUNS, complete, record_path, record_problems
+from paper_runs.records import PAPER_RUNS, complete, record_path
 
-#: where a record and its learning curve go in the tarball (and, imported, in the repository)
-RECORDS_ARCNAME = "metrics/paper"
-STATUS_ARCNAME = "gpu_kit_status"
 #: the modules a paper run imports on the machine (besides the repository's own)
 RUN_MODULES = ("torch", "transformers", "tokenizers", "safetensors", "numpy", "yaml", "tqdm", "matplotlib")
 _PROGRESS = re.compile(r"train:[^\r\n]*?(\d+)/(\d+) \[[^\]]*?([\d.]+)(step/s|s/step)")
@@ -191,14 +185,12 @@ def spawn(command: Sequence[str], log: Path, env: dict[str, str]) -> subprocess.
 
 
 def _wait_for_arguments(pid: int, wait_s: float = 5.0) -> None:
-    """Wait until ``/proc/pid/cmdline`` shows the new program's arguments. Popen returns once ``execve`` has closed
-    the child's close-on-exec pipe, and Linux does that before it writes the new arguments: for that moment the
-    file is empty, and :func:`pid_alive` would call a run that has just started dead (seen once, in CI)."""
-    cmdline = Path(f"/proc/{pid}/cmdline")
+    """Wait until ``/proc/pid/cmdline`` is not empty: Linux closes the close-on-exec pipe Popen waits on before it
+    writes the new program's arguments, and :func:`pid_alive` would call a run that has just started dead."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         try:
-            if cmdline.read_bytes():
+            if Path(f"/proc/{pid}/cmdline").read_bytes():
                 return
         except OSError:
             return  # no /proc, or the process has already ended
@@ -401,112 +393,6 @@ def gpu_utilization() -> float | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return float(out[0]) / 100 if out and out[0].replace(".", "", 1).isdigit() else None
-
-
-# ---------------------------------------------------------------------------------------------------- the tarball
-
-
-def write_tarball(path: Path, *, records: dict[str, Path], status_files: dict[str, bytes], logs: dict[str, Path],
-                  limit_bytes: int, tail_bytes: int) -> int:
-    """``path`` (.tar.gz): records and curves under ``metrics/paper/``, status files and log tails under
-    ``gpu_kit_status/``. Log tails shrink until it fits ``limit_bytes``; returns its size (a :class:`RunsError`
-    if even without logs it would not)."""
-    while True:
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-            def add(name: str, data: bytes) -> None:
-                member = tarfile.TarInfo(name)
-                member.size, member.mtime, member.mode = len(data), int(time.time()), 0o644
-                archive.addfile(member, io.BytesIO(data))
-            for name, record in sorted(records.items()):
-                add(f"{RECORDS_ARCNAME}/{name}.json", record.read_bytes())
-                curve = record.with_suffix(".history.csv")
-                if curve.is_file():
-                    add(f"{RECORDS_ARCNAME}/{name}.history.csv", curve.read_bytes())
-            for name, data in sorted(status_files.items()):
-                add(f"{STATUS_ARCNAME}/{name}", data)
-            for name, log in sorted(logs.items()):
-                if tail_bytes and log.is_file():
-                    add(f"{STATUS_ARCNAME}/logs/{name}.log", clean_tail(log, tail_bytes).encode())
-        if len(buffer.getvalue()) <= limit_bytes:
-            atomic_write_bytes(path, buffer.getvalue())
-            return len(buffer.getvalue())
-        if not tail_bytes:
-            raise RunsError(f"{path}: {len(buffer.getvalue()) / 2**20:.1f} MiB even without logs, over the limit of "
-                            f"{limit_bytes / 2**20:.1f} MiB (params gpu_kit.tarball_limit_mib)")
-        tail_bytes = tail_bytes // 4 if tail_bytes > 1024 else 0
-
-
-def tarball_records(path: str | Path) -> dict[str, dict[str, Any]]:
-    """The well-formed records in a tarball by name (a :class:`RunsError` naming any bad member or record)."""
-    return {name: json.loads(data) for name, (data, _) in _read_tarball(path)[0].items()}
-
-
-def _read_tarball(path: str | Path) -> tuple[dict[str, tuple[bytes, bytes | None]], dict[str, bytes]]:
-    """({name: (record bytes, curve bytes or None)}, {status file: bytes}), every member checked."""
-    records, curves, status = {}, {}, {}
-    try:
-        with tarfile.open(path, mode="r:*") as archive:
-            for member in archive.getmembers():
-                name = member.name
-                parts = Path(name).parts
-                if member.isdir():
-                    continue
-                if not member.isfile() or name.startswith("/") or ".." in parts:
-                    raise RunsError(f"{path}: member {name!r} is not a plain file inside the archive")
-                data = archive.extractfile(member).read()
-                if name.startswith(f"{STATUS_ARCNAME}/"):
-                    status[name[len(STATUS_ARCNAME) + 1:]] = data
-                elif len(parts) == 3 and name.startswith(f"{RECORDS_ARCNAME}/") and parts[-1].endswith(".history.csv"):
-                    curves[parts[-1][:-len(".history.csv")]] = data
-                elif len(parts) == 3 and name.startswith(f"{RECORDS_ARCNAME}/") and parts[-1].endswith(".json"):
-                    records[parts[-1][:-len(".json")]] = data
-                else:
-                    raise RunsError(f"{path}: unexpected member {name!r}")
-    except (OSError, tarfile.TarError) as error:
-        raise RunsError(f"{path}: not a readable tarball ({error})") from error
-    for name, data in records.items():
-        if name not in PAPER_RUNS:
-            raise RunsError(f"{path}: {RECORDS_ARCNAME}/{name}.json is not a paper run ({', '.join(PAPER_RUNS)})")
-        try:
-            problems = record_problems(name, json.loads(data))
-        except ValueError as error:
-            problems = [f"not valid JSON ({error})"]
-        if problems:
-            raise RunsError(f"{path}: {RECORDS_ARCNAME}/{name}.json: {'; '.join(problems)}")
-    return {name: (data, curves.get(name)) for name, data in records.items()}, status
-
-
-def import_tarball(path: str | Path, records_dir: str | Path, status_dir: str | Path, *,
-                   replace: bool = False) -> dict[str, list[str]]:
-    """Put the records of a tarball (and their curves) into ``records_dir``, its status and logs into
-    ``status_dir`` (``done["status"]``: their names). A complete record (``full_schedule``) there is never
-    overwritten, not even with ``replace`` (remove it by hand to redo it); a partial one is replaced by a complete
-    one, and by another partial one only with ``replace``."""
-    records, status = _read_tarball(path)
-    done: dict[str, list[str]] = {"imported": [], "unchanged": [], "kept": [], "status": sorted(status)}
-    for name, (data, curve) in sorted(records.items()):
-        target = record_path(records_dir, name)
-        if target.is_file() and target.read_bytes() == data:
-            done["unchanged"].append(name)
-            continue
-        if target.is_file():
-            if complete(json.loads(target.read_bytes())):
-                done["kept"].append(f"{name} (the complete record there is never overwritten)")
-                continue
-            if not complete(json.loads(data)) and not replace:
-                done["kept"].append(f"{name} (a different partial record is there; --replace takes the new one)")
-                continue
-        atomic_write_bytes(target, data)
-        curve_path = Path(records_dir) / f"{name}.history.csv"
-        if curve is not None:
-            atomic_write_bytes(curve_path, curve)
-        else:
-            curve_path.unlink(missing_ok=True)
-        done["imported"].append(name)
-    for name, data in status.items():
-        atomic_write_bytes(Path(status_dir) / name, data)
-    return done
 
 
 def travelling_files(repo: str | Path = ".") -> list[Path]:

@@ -36,8 +36,9 @@ from pathlib import Path
 
 import yaml
 
-from paper_runs.processes import RunsError, tarball_records, travelling_files
+from paper_runs.processes import RunsError, travelling_files
 from paper_runs.records import PAPER_RUNS
+from paper_runs.tarball import tarball_records
 
 REPO = Path(__file__).resolve().parents[1]
 TARBALL = "paper_results.tar.gz"

@@ -18,7 +18,7 @@ import yaml
 
 from embeddings.cache import build_feature_cache
 from paper_runs import __main__ as paper
-from paper_runs import plan as gpu_plan, processes as gpu_runs, rates as gpu_rates
+from paper_runs import plan as gpu_plan, processes as gpu_runs, rates as gpu_rates, tarball as gpu_tarball
 from paper_runs.kit import ENCODER_PACKAGE, KIT_FILE, KitError, read_index, unpack_kit
 from paper_runs.records import PAPER_RUNS
 from tests.fixture_checkpoints import make_checkpoint
@@ -212,20 +212,20 @@ def test_records_come_back_in_one_tarball_and_import_without_losing_finished_wor
     log.write_text("start\n" + "x" * 100_000 + "\rtrain:  50%|##  | 5/10 [00:01<00:01,  4.20step/s]\n")
     machine = write_records(tmp_path / "machine", {"blstm": record_of("blstm"), "lstm": record_of("lstm", full=False)})
     tarball = tmp_path / "out" / "r.tar.gz"
-    size = gpu_runs.write_tarball(tarball, records=machine, status_files={"status.md": b"| run |\n"},
+    size = gpu_tarball.write_tarball(tarball, records=machine, status_files={"status.md": b"| run |\n"},
                                   logs={"blstm": log}, limit_bytes=2000, tail_bytes=64 * 1024)
     assert size <= 2000  # the log tail shrank to fit
-    assert set(gpu_runs.tarball_records(tarball)) == {"blstm", "lstm"}
+    assert set(gpu_tarball.tarball_records(tarball)) == {"blstm", "lstm"}
 
     records, status = tmp_path / "metrics/paper", tmp_path / "status"
     write_records(records, {"lstm": record_of("lstm", full=False, f1=0.1), "blstm": record_of("blstm", full=False)})
-    done = gpu_runs.import_tarball(tarball, records, status)
+    done = gpu_tarball.import_tarball(tarball, records, status)
     assert done["imported"] == ["blstm"]  # a full record replaces a partial one
     assert done["kept"] == ["lstm (a different partial record is there; --replace takes the new one)"]
     assert json.loads((records / "blstm.json").read_text())["run"]["full_schedule"] is True
     assert (records / "blstm.history.csv").read_text().startswith("step,") and (status / "status.md").is_file()
-    assert gpu_runs.import_tarball(tarball, records, status, replace=True)["imported"] == ["lstm"]
-    assert gpu_runs.import_tarball(tarball, records, status)["unchanged"] == ["blstm", "lstm"]
+    assert gpu_tarball.import_tarball(tarball, records, status, replace=True)["imported"] == ["lstm"]
+    assert gpu_tarball.import_tarball(tarball, records, status)["unchanged"] == ["blstm", "lstm"]
 
 
 def test_import_never_overwrites_a_complete_record(tmp_path):
@@ -234,13 +234,13 @@ def test_import_never_overwrites_a_complete_record(tmp_path):
     coming = write_records(tmp_path / "machine", {"lstm": record_of("lstm", full=False),
                                                   "conv": record_of("conv", f1=0.9)})
     tarball = tmp_path / "r.tar.gz"
-    gpu_runs.write_tarball(tarball, records=coming, status_files={}, logs={}, limit_bytes=10**6, tail_bytes=0)
+    gpu_tarball.write_tarball(tarball, records=coming, status_files={}, logs={}, limit_bytes=10**6, tail_bytes=0)
     records = tmp_path / "records"
     there = write_records(records, {"lstm": record_of("lstm", f1=0.2), "conv": record_of("conv", f1=0.3)})
     (records / "conv.history.csv").write_text("step,train_loss\n7,0.1\n")
     before = {path.name: path.read_bytes() for path in records.iterdir()}
     for replace in (False, True):
-        done = gpu_runs.import_tarball(tarball, records, tmp_path / "status", replace=replace)
+        done = gpu_tarball.import_tarball(tarball, records, tmp_path / "status", replace=replace)
         assert done["imported"] == [] and len(done["kept"]) == 2
         assert all("the complete record there is never overwritten" in line for line in done["kept"])
     assert {path.name: path.read_bytes() for path in records.iterdir()} == before
@@ -254,12 +254,12 @@ def test_a_tarball_with_a_bad_record_or_member_is_refused_naming_it(tmp_path, ba
         del record["asr"]["PERIOD"]
     machine = write_records(tmp_path / "m", {"conv": record})
     tarball = tmp_path / "r.tar.gz"
-    gpu_runs.write_tarball(tarball, records=machine, status_files={}, logs={}, limit_bytes=10**6, tail_bytes=0)
+    gpu_tarball.write_tarball(tarball, records=machine, status_files={}, logs={}, limit_bytes=10**6, tail_bytes=0)
     with pytest.raises(gpu_runs.RunsError, match=f"metrics/paper/conv.json: .*{message}"):
-        gpu_runs.import_tarball(tarball, tmp_path / "records", tmp_path / "status")
+        gpu_tarball.import_tarball(tarball, tmp_path / "records", tmp_path / "status")
     assert not (tmp_path / "records").exists()
     with pytest.raises(gpu_runs.RunsError, match="even without logs"):
-        gpu_runs.write_tarball(tmp_path / "big.tar.gz", records=machine, status_files={"x": np.random.default_rng(0).bytes(5000)},
+        gpu_tarball.write_tarball(tmp_path / "big.tar.gz", records=machine, status_files={"x": np.random.default_rng(0).bytes(5000)},
                                logs={}, limit_bytes=1000, tail_bytes=0)
 
 
