@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -693,6 +694,19 @@ def test_progress_comes_from_the_log_and_a_finished_process_is_not_alive(tmp_pat
     process.kill()
     process.wait(timeout=30)
     assert not gpu_runs.pid_alive(process.pid, [sys.executable])
+
+
+def test_a_run_is_alive_the_moment_spawn_returns(tmp_path):
+    """Linux closes the pipe Popen waits on before it writes the new program's arguments: read at once, the
+    cmdline could be empty and the run called dead (4 of 300 spawns here, once in CI). spawn waits them out."""
+    for _ in range(100):
+        process = gpu_runs.spawn(["sleep", "30"], tmp_path / "p.log", {"PATH": os.environ["PATH"]})
+        try:
+            assert Path(f"/proc/{process.pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"30"]
+            assert gpu_runs.pid_alive(process.pid, ["sleep", "30"])
+        finally:
+            process.kill()
+            process.wait(timeout=30)
 
 
 @pytest.mark.slow  # ~3-5 min on one core: 2 x 12 processes, each starting torch; the whole lease, rehearsed
