@@ -143,6 +143,28 @@ def cpu_model() -> str:
     return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
+def cpu_vendor() -> str | None:
+    """The CPU's vendor (/proc/cpuinfo's ``vendor_id``: ``GenuineIntel``, ``AuthenticAMD``, ...), None if unknown."""
+    return _cpuinfo("vendor_id") or None
+
+
+def mkl_branch(environ: Mapping[str, str] | None = None, vendor: str | None = None) -> str | None:
+    """The code branch torch's MKL takes under ``environ`` on a CPU of ``vendor`` (default: this process, this
+    CPU); None where no MKL is pinned (aarch64, unpinned). MKL honours ``MKL_CBWR=AVX2`` on Intel CPUs only: on
+    any other it takes its ``AUTO`` branch (Intel's oneMKL Developer Guide, "Specifying Code Branches": settings
+    other than AUTO or COMPATIBLE are available only for Intel processors). The two branches sum in other orders,
+    so a model trained on the CPU gets other last bits on an Intel CPU than on an AMD one (docs/method.md)."""
+    environ = os.environ if environ is None else environ
+    branch = environ.get("MKL_CBWR")
+    if not branch or is_aarch64():
+        return None
+    name = branch.split(",")[0].strip().upper()
+    if name in ("AUTO", "COMPATIBLE"):
+        return name
+    vendor = cpu_vendor() if vendor is None else vendor
+    return name if vendor == "GenuineIntel" else "AUTO"
+
+
 def why_not_pinned(environ: MutableMapping[str, str] | None = None) -> str | None:
     """Why :func:`pin_numerics` would leave this machine's kernels alone (None: it pins)."""
     environ = os.environ if environ is None else environ
@@ -253,6 +275,8 @@ def numeric_facts() -> dict[str, Any]:
         "cpu": cpu_model(),
         "environment": {key: os.environ.get(key) for key in pinned_environment()},
         "regime": numeric_regime(),  # the floor only where the switches are in force, else native: and why
+        "cpu_vendor": cpu_vendor(),
+        "mkl_branch": mkl_branch(),
     }
     if reason:
         facts["unpinned"] = reason

@@ -3,13 +3,14 @@
 Two regimes (:func:`numerics_regime`):
 
 * **exact** -- where the run computed the committed bytes: under Linux, this machine and every stage record at the
-  committed floor (:data:`COMMITTED_FLOOR`, :mod:`experiments.numerics`), every model trained on the CPU. Every
-  metrics file the pipeline writes must hold the committed values, value for value.
-* **spread** -- anywhere else (another floor or architecture, macOS, a GPU, ``PUNCTUATION_NATIVE_NUMERICS=1``): the
-  bytes are the machine's own, so each figure the README shows must lie within its tolerance of the committed
-  one. The tolerances are ``reports/seed_spread.json`` (:func:`seed_spread_table` writes it from the measured
-  seeds); a figure without a measured spread of its own is compared with a borrowed or default tolerance and
-  named as such.
+  committed floor (:data:`COMMITTED_FLOOR`, :mod:`experiments.numerics`) and on MKL's committed branch
+  (:data:`COMMITTED_MKL_BRANCH`: an AMD CPU), every model trained on the CPU. Every metrics file the pipeline
+  writes must hold the committed values, value for value.
+* **spread** -- anywhere else (an Intel CPU, another floor or architecture, macOS, a GPU,
+  ``PUNCTUATION_NATIVE_NUMERICS=1``): the bytes are the machine's own, so each figure the README shows must lie
+  within its tolerance of the committed one. The tolerances are ``reports/seed_spread.json``
+  (:func:`seed_spread_table` writes it from the measured seeds); a figure without a measured spread of its own is
+  compared with a borrowed or default tolerance and named as such.
 
 The committed files are read through a :data:`Reader` (``pipeline/verify.py`` gives one over ``git show``), so
 everything here is testable on plain dicts and folders.
@@ -34,6 +35,9 @@ Reader = Callable[[str], "str | None"]
 EXACT, SPREAD = "exact", "spread"
 #: The floor the committed bytes were computed at: only a run at this floor can match them byte for byte.
 COMMITTED_FLOOR = FLOOR
+#: MKL's code branch of the committed bytes (:func:`experiments.numerics.mkl_branch`): they were computed on AMD
+#: CPUs, where MKL takes its AUTO branch whatever MKL_CBWR asks. On an Intel CPU it takes AVX2: other bytes.
+COMMITTED_MKL_BRANCH = "AUTO"
 
 SPREAD_FILE = "reports/seed_spread.json"
 REAL_SPEECH = "metrics/real_speech.json"
@@ -69,8 +73,9 @@ def numerics_regime(facts: Mapping[str, Any], records: Iterable[tuple[str, Mappi
                     system: str = "linux", devices: Iterable[str] = ()) -> tuple[str, str]:
     """(:data:`EXACT` or :data:`SPREAD`, why): exact only under Linux (``system``: :data:`sys.platform`), where
     this machine's numerics (``facts``: :func:`experiments.numerics.numeric_facts`) and every stage record's are
-    at :data:`COMMITTED_FLOOR`, and every model trained on the CPU (``devices``: :func:`training_devices`). A
-    record without numerics facts says nothing either way."""
+    at :data:`COMMITTED_FLOOR` and on MKL's :data:`COMMITTED_MKL_BRANCH`, and every model trained on the CPU
+    (``devices``: :func:`training_devices`). A record without numerics facts (or without the MKL branch, written
+    before it was recorded) says nothing either way."""
     # "regime" is the floor only where the pinned switches are in force ("floor" names what the CPU could pin)
     floor = facts.get("regime", facts.get("floor"))
     if floor != COMMITTED_FLOOR:
@@ -78,11 +83,17 @@ def numerics_regime(facts: Mapping[str, Any], records: Iterable[tuple[str, Mappi
         return SPREAD, f"this machine is not at the committed floor {COMMITTED_FLOOR}: {why}"
     if system != "linux":  # the committed bytes were computed with glibc's maths, not the system's own
         return SPREAD, f"the committed bytes were computed under Linux, this is {system}"
+    if facts.get("mkl_branch", COMMITTED_MKL_BRANCH) != COMMITTED_MKL_BRANCH:
+        return SPREAD, (f"MKL takes its {facts['mkl_branch']} branch on this {facts.get('cpu_vendor') or 'CPU'}; the "
+                        f"committed bytes are its {COMMITTED_MKL_BRANCH} branch's (AMD CPUs)")
     for stage, record in records:
         numerics = record.get("numerics")
         if isinstance(numerics, Mapping) and numerics.get("regime", numerics.get("floor")) != COMMITTED_FLOOR:
             why = numerics.get("unpinned") or f"pinned at {numerics.get('floor')}"
             return SPREAD, f"stage {stage} ran off the committed floor {COMMITTED_FLOOR}: {why}"
+        if isinstance(numerics, Mapping) and numerics.get("mkl_branch", COMMITTED_MKL_BRANCH) != COMMITTED_MKL_BRANCH:
+            return SPREAD, (f"stage {stage} ran MKL's {numerics['mkl_branch']} branch, not the committed "
+                            f"{COMMITTED_MKL_BRANCH} (AMD CPUs)")
     accelerators = sorted({device for device in devices if device and device != "cpu"})
     if accelerators:  # docs/method.md, "Same seed, same bytes: CPU yes, CUDA no"
         return SPREAD, f"models were trained on {', '.join(accelerators)}, whose kernels are not bit-reproducible"

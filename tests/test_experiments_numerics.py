@@ -183,6 +183,42 @@ def test_x86_64_keeps_its_own_switches(monkeypatch):
     assert "neither an x86-64 nor an aarch64 CPU (riscv64)" in numerics.why_not_pinned({})
 
 
+def test_mkl_takes_the_avx2_branch_on_intel_cpus_only():
+    assert numerics.mkl_branch({"MKL_CBWR": "AVX2,STRICT"}, "GenuineIntel") == "AVX2"
+    assert numerics.mkl_branch({"MKL_CBWR": "AVX2,STRICT"}, "AuthenticAMD") == "AUTO"  # MKL ignores it there
+    assert numerics.mkl_branch({"MKL_CBWR": "COMPATIBLE"}, "AuthenticAMD") == "COMPATIBLE"
+    assert numerics.mkl_branch({}, "GenuineIntel") is None  # not pinned: nothing to say
+
+
+_MKL_STEPS = """
+import hashlib, torch
+torch.manual_seed(0)
+layer = torch.nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, batch_first=True)
+optimizer = torch.optim.Adam(layer.parameters(), 1e-3)
+x = torch.randn(8, 50, 64)
+for _ in range(5):
+    optimizer.zero_grad(); layer(x).pow(2).mean().backward(); optimizer.step()
+print(hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in layer.parameters())).hexdigest())
+"""
+
+
+def test_mkl_s_branch_is_what_this_cpu_computes_under_the_pin():
+    """Five Adam steps of a Transformer layer under the pin with MKL_CBWR=AVX2 (the pin's) and AVX512: other
+    weights on an Intel CPU, where MKL honours both (measured on an Intel Xeon); the same on an AMD CPU, where MKL
+    takes AUTO whatever is asked (measured on a Zen 5). What :func:`numerics.mkl_branch` says, and why the
+    committed bytes (AMD's) are not an Intel CPU's."""
+    vendor = numerics.cpu_vendor()
+    if vendor not in ("GenuineIntel", "AuthenticAMD") or not _has_avx512() or numerics.why_not_pinned({}) is not None:
+        pytest.skip(f"needs an Intel or AMD CPU with AVX-512 at the floor ({vendor})")
+    weights = {}
+    for branch in ("AVX2,STRICT", "AVX512,STRICT"):
+        env = {**os.environ, **numerics.PINNED_ENVIRONMENT, "MKL_CBWR": branch, "OMP_NUM_THREADS": "2"}
+        weights[branch] = subprocess.run([sys.executable, "-c", _MKL_STEPS], env=env, capture_output=True, text=True,
+                                         check=True, timeout=300).stdout.strip()
+    honoured = weights["AVX2,STRICT"] != weights["AVX512,STRICT"]
+    assert honoured == (numerics.mkl_branch({"MKL_CBWR": "AVX2,STRICT"}, vendor) == "AVX2"), (vendor, weights)
+
+
 # ------------------------------------------------------------------------------------------ two machines
 
 

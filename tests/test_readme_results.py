@@ -25,7 +25,7 @@ from reporting.results import (
     marked_region,
     replace_marked_region,
 )
-from reporting.verify import COMMITTED_FLOOR, EXACT, SPREAD, SPREAD_FILE
+from reporting.verify import EXACT, SPREAD, SPREAD_FILE, numerics_regime
 
 REPO = Path(__file__).resolve().parents[1]
 REGENERATE = "run `python -m pipeline.report --summary-only --readme README.md` after `dvc repro`"
@@ -145,8 +145,9 @@ def test_the_readme_tests_are_exact_on_the_pinned_machine_and_use_the_spread_els
     monkeypatch.setenv(NATIVE_SWITCH, "1")
     assert readme_regime() == SPREAD
     monkeypatch.delenv(NATIVE_SWITCH)
-    if numeric_facts()["floor"] != COMMITTED_FLOOR or sys.platform != "linux":
-        pytest.skip(f"this machine does not compute the committed bytes: {numeric_facts().get('unpinned')}")
+    regime, why = numerics_regime(numeric_facts(), system=sys.platform)
+    if regime != EXACT:
+        pytest.skip(f"this machine does not compute the committed bytes: {why}")
     assert readme_regime(Path("/nonexistent")) == EXACT
 
 

@@ -105,6 +105,18 @@ def test_exact_only_at_the_committed_floor_with_every_record_there():
     assert regime == SPREAD and "cuda" in why
 
 
+def test_exact_only_on_mkl_s_committed_branch_which_intel_cpus_do_not_take():
+    """MKL follows MKL_CBWR=AVX2 on Intel CPUs only; the committed bytes are its AUTO branch's (AMD CPUs). Measured
+    on an Intel Xeon: the text model's weights got other last bits (docs/method.md)."""
+    amd = {**PINNED, "cpu_vendor": "AuthenticAMD", "mkl_branch": "AUTO"}
+    intel = {**PINNED, "cpu_vendor": "GenuineIntel", "mkl_branch": "AVX2"}
+    assert numerics_regime(amd, [("train@minilm", {"numerics": amd})])[0] == EXACT
+    regime, why = numerics_regime(intel)
+    assert regime == SPREAD and "AVX2" in why and "GenuineIntel" in why
+    regime, why = numerics_regime(amd, [("prepare", {"numerics": amd}), ("train@minilm", {"numerics": intel})])
+    assert regime == SPREAD and "train@minilm" in why and "AVX2" in why  # a stage that ran on an Intel CPU
+
+
 def test_the_devices_the_run_trained_on(tmp_path):
     write_run(tmp_path, {"metrics/train/a.json": {"device": "cpu"}, "metrics/train_variants/v/a.json":
                          {"device": "cuda:0"}, "metrics/eval/a.json": {"device": "mps"}})
