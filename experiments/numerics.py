@@ -1,4 +1,6 @@
-"""One declared numeric environment, so that every x86-64 CPU of the last decade computes the same bytes.
+"""One declared numeric environment, so that every x86-64 CPU of the last decade computes the same bytes (every
+AMD one: MKL honours its AVX2 branch on Intel CPUs only, :func:`mkl_branch`, so a model trained on an Intel CPU
+has bytes of its own).
 
 The numeric libraries pick their kernels by the CPU they find: OpenBLAS (numpy's and scipy's BLAS) a kernel per
 core type, numpy its own SIMD loops per instruction set, torch its vectorised ATen kernels, MKL (torch's BLAS)

@@ -205,7 +205,7 @@ print(hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in layer.parame
 def test_mkl_s_branch_is_what_this_cpu_computes_under_the_pin():
     """Five Adam steps of a Transformer layer under the pin with MKL_CBWR=AVX2 (the pin's) and AVX512: other
     weights on an Intel CPU, where MKL honours both (measured on an Intel Xeon); the same on an AMD CPU, where MKL
-    takes AUTO whatever is asked (measured on a Zen 5). What :func:`numerics.mkl_branch` says, and why the
+    takes AUTO whatever is asked (measured on an AMD EPYC). What :func:`numerics.mkl_branch` says, and why the
     committed bytes (AMD's) are not an Intel CPU's."""
     vendor = numerics.cpu_vendor()
     if vendor not in ("GenuineIntel", "AuthenticAMD") or not _has_avx512() or numerics.why_not_pinned({}) is not None:
