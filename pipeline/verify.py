@@ -5,11 +5,11 @@
     python -m pipeline.verify --write-spread   # rewrite reports/seed_spread.json from the measured seeds
 
 Where the run computed the committed bytes (Linux; this machine and every stage record under logs/timings at the
-committed floor x86-64-v3, the pinned numerics; every model trained on the CPU), every value of every metrics
-file the pipeline writes must be the committed one. Anywhere else (aarch64, a CPU below the floor, macOS, a CUDA
-GPU, PUNCTUATION_NATIVE_NUMERICS=1) the bytes are the machine's own: each figure the README shows must lie within
-its seed spread (reports/seed_spread.json), and figures without a measured spread of their own are named. Exits 1
-naming every figure outside (file, key, committed, run, tolerance).
+committed floor x86-64-v3, the pinned numerics, on MKL's AUTO branch, as on AMD CPUs; every model trained on the
+CPU), every value of every metrics file the pipeline writes must be the committed one. Anywhere else (an Intel CPU,
+aarch64, a CPU below the floor, macOS, a CUDA GPU, PUNCTUATION_NATIVE_NUMERICS=1) the bytes are the machine's own:
+each figure the README shows must lie within its seed spread (reports/seed_spread.json), and figures without a
+measured spread of their own are named. Exits 1 naming every figure outside (file, key, committed, run, tolerance).
 """
 
 from __future__ import annotations

@@ -76,28 +76,36 @@ def numerics_regime(facts: Mapping[str, Any], records: Iterable[tuple[str, Mappi
     at :data:`COMMITTED_FLOOR` and on MKL's :data:`COMMITTED_MKL_BRANCH`, and every model trained on the CPU
     (``devices``: :func:`training_devices`). A record without numerics facts (or without the MKL branch, written
     before it was recorded) says nothing either way."""
-    # "regime" is the floor only where the pinned switches are in force ("floor" names what the CPU could pin)
-    floor = facts.get("regime", facts.get("floor"))
-    if floor != COMMITTED_FLOOR:
-        why = facts.get("unpinned") or f"pinned at {floor}, whose bytes are its own"
-        return SPREAD, f"this machine is not at the committed floor {COMMITTED_FLOOR}: {why}"
+    why = _off_committed(facts)
+    if why:
+        return SPREAD, f"this machine runs {why}"
     if system != "linux":  # the committed bytes were computed with glibc's maths, not the system's own
         return SPREAD, f"the committed bytes were computed under Linux, this is {system}"
-    if facts.get("mkl_branch", COMMITTED_MKL_BRANCH) != COMMITTED_MKL_BRANCH:
-        return SPREAD, (f"MKL takes its {facts['mkl_branch']} branch on this {facts.get('cpu_vendor') or 'CPU'}; the "
-                        f"committed bytes are its {COMMITTED_MKL_BRANCH} branch's (AMD CPUs)")
     for stage, record in records:
         numerics = record.get("numerics")
-        if isinstance(numerics, Mapping) and numerics.get("regime", numerics.get("floor")) != COMMITTED_FLOOR:
-            why = numerics.get("unpinned") or f"pinned at {numerics.get('floor')}"
-            return SPREAD, f"stage {stage} ran off the committed floor {COMMITTED_FLOOR}: {why}"
-        if isinstance(numerics, Mapping) and numerics.get("mkl_branch", COMMITTED_MKL_BRANCH) != COMMITTED_MKL_BRANCH:
-            return SPREAD, (f"stage {stage} ran MKL's {numerics['mkl_branch']} branch, not the committed "
-                            f"{COMMITTED_MKL_BRANCH} (AMD CPUs)")
+        why = _off_committed(numerics) if isinstance(numerics, Mapping) else None
+        if why:
+            return SPREAD, f"stage {stage} ran {why}"
     accelerators = sorted({device for device in devices if device and device != "cpu"})
     if accelerators:  # docs/method.md, "Same seed, same bytes: CPU yes, CUDA no"
         return SPREAD, f"models were trained on {', '.join(accelerators)}, whose kernels are not bit-reproducible"
     return EXACT, f"this machine and the run's stage records are at the committed floor {COMMITTED_FLOOR}"
+
+
+def _off_committed(numerics: Mapping[str, Any]) -> str | None:
+    """How a process's numerics (a machine's facts, or a stage record's) are off the committed bytes: off
+    :data:`COMMITTED_FLOOR`, or on another MKL branch than :data:`COMMITTED_MKL_BRANCH`; None where they are on
+    both (a branch not recorded says nothing)."""
+    # "regime" is the floor only where the pinned switches are in force ("floor" names what the CPU could pin)
+    floor = numerics.get("regime", numerics.get("floor"))
+    if floor != COMMITTED_FLOOR:
+        why = numerics.get("unpinned") or f"pinned at {floor}, whose bytes are its own"
+        return f"off the committed floor {COMMITTED_FLOOR}: {why}"
+    branch = numerics.get("mkl_branch", COMMITTED_MKL_BRANCH)
+    if branch != COMMITTED_MKL_BRANCH:
+        return (f"on MKL's {branch} branch ({numerics.get('cpu_vendor') or 'its CPU'}), not the committed "
+                f"{COMMITTED_MKL_BRANCH} branch (AMD CPUs)")
+    return None
 
 
 def training_devices(metrics: Path) -> set[str]:
